@@ -1,0 +1,1 @@
+"""Skillhive gateway, persistence, tenancy and dispatch."""
