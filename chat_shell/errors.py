@@ -1,0 +1,33 @@
+"""The root exception of chat_shell (DESIGN.md §6).
+
+Every error chat_shell raises towards its caller is a `ChatShellError` carrying a stable,
+machine-readable `code` and optional `details`; backend maps it to its API error shape in one
+place. chat_shell imports nothing from backend, so this is its own root, shaped like
+`backend.errors.SkillhiveError` minus the HTTP status.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class ChatShellError(Exception):
+    """Base of every error chat_shell reports to its caller."""
+
+    code: str = "chat_shell_error"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str | None = None,
+        details: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        if code is not None:
+            self.code = code
+        self.details: dict[str, Any] = details or {}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"error": {"code": self.code, "message": self.message, "details": self.details}}
