@@ -1,0 +1,1 @@
+"""HTTP API: FastAPI app factory, dependencies, error mapping, routes per resource."""

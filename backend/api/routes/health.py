@@ -1,0 +1,46 @@
+"""Liveness (`/healthz`) and readiness (`/readyz`: database, and Redis when configured)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+from sqlalchemy import text
+
+router = APIRouter(tags=["health"])
+
+CHECK_TIMEOUT_S = 2.0
+
+
+async def _check(probe: Any) -> dict[str, Any]:
+    try:
+        await asyncio.wait_for(probe, CHECK_TIMEOUT_S)
+    except Exception as exc:
+        # The class name only: messages can carry connection strings.
+        return {"ok": False, "error": type(exc).__name__}
+    return {"ok": True}
+
+
+async def _database(request: Request) -> None:
+    async with request.app.state.engine.connect() as conn:
+        await conn.execute(text("SELECT 1"))
+
+
+@router.get("/healthz")
+async def healthz() -> dict[str, str]:
+    return {"status": "ok"}
+
+
+@router.get("/readyz", responses={503: {"description": "a dependency is unreachable"}})
+async def readyz(request: Request) -> JSONResponse:
+    checks = {"database": await _check(_database(request))}
+    redis = request.app.state.redis
+    if redis is not None:
+        checks["redis"] = await _check(redis.ping())
+    ready = all(c["ok"] for c in checks.values())
+    return JSONResponse(
+        {"status": "ok" if ready else "unavailable", "checks": checks},
+        status_code=200 if ready else 503,
+    )

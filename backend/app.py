@@ -1,0 +1,88 @@
+"""The FastAPI application factory (the gateway process)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import redis.asyncio as aioredis
+from fastapi import APIRouter, FastAPI
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+
+from backend.api.access_log import AccessLogMiddleware
+from backend.api.errors import install_error_handlers
+from backend.api.routes import health, me, tokens, users
+from backend.auth import service as auth_service
+from backend.auth.tokens import MIN_BOOTSTRAP_TOKEN_LENGTH
+from backend.config import Settings, get_settings, unknown_env_variables
+from backend.db.engine import create_engine, create_sessionmaker
+
+log = logging.getLogger("skillhive")
+
+API_PREFIX = "/api/v1"
+
+
+async def bootstrap_admin(
+    settings: Settings, sessionmaker: async_sessionmaker[AsyncSession]
+) -> None:
+    """First start: user `admin` owning SKILLHIVE_BOOTSTRAP_ADMIN_TOKEN, if no admin exists."""
+    if settings.bootstrap_admin_token is None:
+        return
+    secret = settings.bootstrap_admin_token.get_secret_value()
+    if len(secret) < MIN_BOOTSTRAP_TOKEN_LENGTH:
+        raise RuntimeError(
+            f"SKILLHIVE_BOOTSTRAP_ADMIN_TOKEN must be at least {MIN_BOOTSTRAP_TOKEN_LENGTH} "
+            "characters of random text"
+        )
+    async with sessionmaker() as session:
+        if await auth_service.any_admin_exists(session):
+            return
+        user = await auth_service.create_user(session, "admin", admin=True)
+        await auth_service.issue_token(session, user, "bootstrap", secret=secret)
+        await session.commit()
+    log.info("bootstrap: created admin user 'admin' with the configured token")
+
+
+def _api_router() -> APIRouter:
+    api = APIRouter(prefix=API_PREFIX)
+    for module in (me, tokens, users):
+        api.include_router(module.router)
+    return api
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or get_settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        for name in unknown_env_variables():
+            log.warning("unknown setting %s ignored (see docs/configuration.md)", name)
+        engine: AsyncEngine = create_engine(
+            settings.effective_database_url, pool_size=settings.database_pool_size
+        )
+        app.state.engine = engine
+        app.state.sessionmaker = create_sessionmaker(engine)
+        app.state.redis = (
+            aioredis.Redis.from_url(settings.redis_url) if settings.redis_url else None
+        )
+        try:
+            await bootstrap_admin(settings, app.state.sessionmaker)
+            yield
+        finally:
+            if app.state.redis is not None:
+                await app.state.redis.aclose()
+            await engine.dispose()
+
+    app = FastAPI(
+        title="Skillhive",
+        version="0.1.0",
+        summary="Backend for AI agents that learn skills on demand",
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    install_error_handlers(app)
+    app.add_middleware(AccessLogMiddleware)
+    app.include_router(health.router)
+    app.include_router(_api_router())
+    return app

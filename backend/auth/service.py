@@ -1,0 +1,137 @@
+"""User and token operations; the only code that reads or writes `users` and `api_tokens`."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from backend.auth.tokens import generate_token, hash_token
+from backend.db.models import SYSTEM_USER_ID, ApiToken, User
+from backend.db.types import utcnow
+from backend.errors import Conflict, InvalidRequest, NotFound, Unauthorized
+
+USER_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
+# Writing last_used_at on every request would turn each read into a write; once a minute is
+# precise enough for "when was this token last used" and keeps hot paths read-only.
+LAST_USED_RESOLUTION = timedelta(seconds=60)
+
+
+@dataclass(frozen=True)
+class IssuedToken:
+    token: ApiToken
+    secret: str  # shown once, never stored
+
+
+def _check_user_name(name: str) -> None:
+    if not USER_NAME_RE.fullmatch(name):
+        raise InvalidRequest(
+            "user names are 1-64 characters of a-z, 0-9, '_', '.', '-', starting with a "
+            "letter or digit",
+            code="invalid_user_name",
+            details={"name": name},
+        )
+
+
+async def create_user(session: AsyncSession, name: str, *, admin: bool = False) -> User:
+    _check_user_name(name)
+    user = User(name=name, role="admin" if admin else "user", is_active=True)
+    session.add(user)
+    try:
+        await session.flush()
+    except IntegrityError as exc:
+        await session.rollback()
+        raise Conflict(f"user {name!r} exists", code="user_exists", details={"name": name}) from exc
+    return user
+
+
+async def get_user_by_name(session: AsyncSession, name: str) -> User:
+    user = await session.scalar(select(User).where(User.name == name, User.id != SYSTEM_USER_ID))
+    if user is None:
+        raise NotFound(f"no user {name!r}", code="user_not_found")
+    return user
+
+
+async def list_users(session: AsyncSession) -> list[User]:
+    rows = await session.scalars(select(User).where(User.id != SYSTEM_USER_ID).order_by(User.id))
+    return list(rows)
+
+
+async def get_user(session: AsyncSession, user_id: int) -> User:
+    user = await session.get(User, user_id) if user_id != SYSTEM_USER_ID else None
+    if user is None:
+        raise NotFound(f"no user {user_id}", code="user_not_found")
+    return user
+
+
+async def any_admin_exists(session: AsyncSession) -> bool:
+    found = await session.scalar(
+        select(User.id).where(User.role == "admin", User.id != SYSTEM_USER_ID).limit(1)
+    )
+    return found is not None
+
+
+async def issue_token(
+    session: AsyncSession,
+    user: User,
+    name: str,
+    *,
+    expires_at: datetime | None = None,
+    secret: str | None = None,
+) -> IssuedToken:
+    """Create a token; `secret` is given only by the bootstrap path, otherwise random."""
+    secret = secret or generate_token()
+    token = ApiToken(
+        user_id=user.id, name=name, token_hash=hash_token(secret), expires_at=expires_at
+    )
+    session.add(token)
+    await session.flush()
+    return IssuedToken(token=token, secret=secret)
+
+
+async def list_tokens(session: AsyncSession, user_id: int) -> list[ApiToken]:
+    rows = await session.scalars(
+        select(ApiToken).where(ApiToken.user_id == user_id).order_by(ApiToken.id)
+    )
+    return list(rows)
+
+
+async def revoke_token(session: AsyncSession, user_id: int, token_id: int) -> None:
+    token = await session.scalar(
+        select(ApiToken).where(ApiToken.id == token_id, ApiToken.user_id == user_id)
+    )
+    if token is None:  # someone else's token is indistinguishable from none
+        raise NotFound(f"no token {token_id}", code="token_not_found")
+    if token.revoked_at is None:
+        token.revoked_at = utcnow()
+
+
+async def authenticate(session: AsyncSession, secret: str) -> User:
+    """The active user owning an unrevoked, unexpired token, or `Unauthorized`."""
+    row = (
+        await session.execute(
+            select(ApiToken, User)
+            .join(User, User.id == ApiToken.user_id)
+            .where(ApiToken.token_hash == hash_token(secret))
+        )
+    ).first()
+    now = utcnow()
+    if row is None:
+        raise Unauthorized("unknown token", code="invalid_token")
+    token, user = row
+    if token.revoked_at is not None:
+        raise Unauthorized("token revoked", code="token_revoked")
+    if token.expires_at is not None and token.expires_at <= now:
+        raise Unauthorized("token expired", code="token_expired")
+    if not user.is_active or user.id == SYSTEM_USER_ID:
+        raise Unauthorized("user is deactivated", code="user_inactive")
+    if token.last_used_at is None or now - token.last_used_at >= LAST_USED_RESOLUTION:
+        await session.execute(
+            update(ApiToken).where(ApiToken.id == token.id).values(last_used_at=now)
+        )
+        await session.commit()
+    return user

@@ -1,0 +1,119 @@
+"""`skillhive` command line (Typer)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Annotated, TypeVar
+
+import typer
+from sqlalchemy.exc import OperationalError, ProgrammingError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from backend.config import get_settings
+from backend.db.engine import create_engine, create_sessionmaker
+from backend.errors import SkillhiveError
+from backend.logging_config import configure_logging, logging_dict
+
+app = typer.Typer(
+    help="Skillhive: a backend for AI agents that learn skills on demand.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+admin_app = typer.Typer(help="Administration: users and tokens.", no_args_is_help=True)
+app.add_typer(admin_app, name="admin")
+
+T = TypeVar("T")
+
+
+@app.command()
+def serve(
+    host: Annotated[str | None, typer.Option(help="Bind address [SKILLHIVE_HOST].")] = None,
+    port: Annotated[int | None, typer.Option(help="Bind port [SKILLHIVE_PORT].")] = None,
+    workers: Annotated[int, typer.Option(min=1, help="Gateway worker processes.")] = 1,
+) -> None:
+    """Run the gateway (REST API + Socket.IO) with uvicorn."""
+    import uvicorn
+
+    settings = get_settings()
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    uvicorn.run(
+        "backend.app:create_app",
+        factory=True,
+        host=host or settings.host,
+        port=port or settings.port,
+        workers=workers,
+        log_config=logging_dict(settings.log_level),
+        proxy_headers=True,
+    )
+
+
+@app.command()
+def migrate() -> None:
+    """Upgrade the database schema to the newest revision (safe to run repeatedly)."""
+    from backend.db.migrate import upgrade
+
+    settings = get_settings()
+    configure_logging(settings.log_level)
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    upgrade(settings.effective_database_url)
+    typer.echo("database is at the newest revision")
+
+
+def _run_db(work: Callable[[AsyncSession], Awaitable[T]]) -> T:
+    settings = get_settings()
+
+    async def main() -> T:
+        engine = create_engine(settings.effective_database_url)
+        try:
+            async with create_sessionmaker(engine)() as session:
+                result = await work(session)
+                await session.commit()
+                return result
+        finally:
+            await engine.dispose()
+
+    try:
+        return asyncio.run(main())
+    except SkillhiveError as exc:
+        typer.echo(f"error: {exc.message} ({exc.code})", err=True)
+        raise typer.Exit(1) from exc
+    except (OperationalError, ProgrammingError) as exc:
+        typer.echo(f"error: database not ready ({type(exc).__name__}); run `skillhive migrate`")
+        raise typer.Exit(1) from exc
+
+
+@admin_app.command("create-user")
+def create_user(
+    name: Annotated[str, typer.Argument(help="Login name (a-z, 0-9, '_', '.', '-').")],
+    admin: Annotated[bool, typer.Option("--admin", help="Give the user the admin role.")] = False,
+) -> None:
+    """Create a user and print a first API token (shown once)."""
+    from backend.auth import service
+
+    async def work(session: AsyncSession) -> str:
+        user = await service.create_user(session, name, admin=admin)
+        return (await service.issue_token(session, user, "cli")).secret
+
+    secret = _run_db(work)
+    typer.echo(f"created {'admin' if admin else 'user'} {name!r}; API token (shown once):")
+    typer.echo(secret)
+
+
+@admin_app.command("create-token")
+def create_token(
+    user: Annotated[str, typer.Argument(help="Name of an existing user.")],
+    name: Annotated[str, typer.Option(help="A label for the token.")] = "cli",
+) -> None:
+    """Issue a new API token for USER and print it (shown once)."""
+    from backend.auth import service
+
+    async def work(session: AsyncSession) -> str:
+        owner = await service.get_user_by_name(session, user)
+        return (await service.issue_token(session, owner, name)).secret
+
+    typer.echo(_run_db(work))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    app()

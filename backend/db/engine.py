@@ -1,0 +1,59 @@
+"""Async engine and session factory for PostgreSQL (psycopg 3) and SQLite (aiosqlite)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import event
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.ext.asyncio import (
+    AsyncEngine,
+    AsyncSession,
+    async_sessionmaker,
+    create_async_engine,
+)
+
+_ASYNC_DRIVERS = {"postgresql": "postgresql+psycopg", "sqlite": "sqlite+aiosqlite"}
+_SYNC_DRIVERS = {"postgresql": "postgresql+psycopg", "sqlite": "sqlite"}
+
+
+def _with_driver(url: str, drivers: dict[str, str]) -> URL:
+    parsed = make_url(url)
+    backend = parsed.get_backend_name()
+    if backend not in drivers:
+        raise ValueError(f"unsupported database {backend!r}: use postgresql or sqlite")
+    return parsed.set(drivername=drivers[backend])
+
+
+def async_url(url: str) -> URL:
+    """`postgresql://` and `sqlite://` URLs get the async drivers this service uses."""
+    return _with_driver(url, _ASYNC_DRIVERS)
+
+
+def sync_url(url: str) -> URL:
+    """The same database through a blocking driver (Alembic runs synchronously)."""
+    return _with_driver(url, _SYNC_DRIVERS)
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    # Foreign keys are off by default in SQLite; WAL lets readers run beside the writer.
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA busy_timeout=5000")
+    cursor.close()
+
+
+def create_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
+    target = async_url(url)
+    if target.get_backend_name() == "sqlite":
+        engine = create_async_engine(target)
+        event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
+        return engine
+    return create_async_engine(
+        target, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True
+    )
+
+
+def create_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
+    return async_sessionmaker(engine, expire_on_commit=False)

@@ -1,0 +1,173 @@
+"""Bearer authentication, token lifecycle and tenancy of the token and user routes."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import httpx
+import pytest
+from fastapi import FastAPI
+from sqlalchemy import select, update
+
+from backend.db.models import ApiToken
+from backend.db.types import utcnow
+from tests.conftest import Account
+
+
+def assert_error(response: httpx.Response, status: int, code: str) -> None:
+    assert response.status_code == status, response.text
+    body = response.json()
+    assert set(body) == {"error"}
+    assert body["error"]["code"] == code
+    assert isinstance(body["error"]["message"], str) and body["error"]["message"]
+    assert isinstance(body["error"]["details"], dict)
+
+
+async def test_me_returns_the_caller(client: httpx.AsyncClient, alice: Account) -> None:
+    response = await client.get("/api/v1/me", headers=alice.headers)
+    assert response.status_code == 200
+    assert response.json()["name"] == "alice"
+    assert response.json()["role"] == "user"
+
+
+@pytest.mark.parametrize(
+    ("header", "code"),
+    [
+        (None, "missing_token"),
+        ("Basic YWxpY2U6cHc=", "malformed_token"),
+        ("Bearer", "malformed_token"),
+        ("Bearer two words", "malformed_token"),
+        ("Bearer shk_not-a-real-token", "invalid_token"),
+    ],
+)
+async def test_bad_credentials_are_401_with_error_shape(
+    client: httpx.AsyncClient, header: str | None, code: str
+) -> None:
+    headers = {"Authorization": header} if header else {}
+    response = await client.get("/api/v1/me", headers=headers)
+    assert_error(response, 401, code)
+    assert response.headers["www-authenticate"] == "Bearer"
+
+
+async def test_revoked_token_is_refused(client: httpx.AsyncClient, alice: Account) -> None:
+    created = await client.post("/api/v1/tokens", json={"name": "laptop"}, headers=alice.headers)
+    assert created.status_code == 201
+    second = {"Authorization": f"Bearer {created.json()['token']}"}
+    assert (await client.get("/api/v1/me", headers=second)).status_code == 200
+
+    revoked = await client.delete(f"/api/v1/tokens/{created.json()['id']}", headers=alice.headers)
+    assert revoked.status_code == 204
+    assert_error(await client.get("/api/v1/me", headers=second), 401, "token_revoked")
+    # the other token still works
+    assert (await client.get("/api/v1/me", headers=alice.headers)).status_code == 200
+
+
+async def test_expired_token_is_refused(
+    app: FastAPI, client: httpx.AsyncClient, alice: Account
+) -> None:
+    async with app.state.sessionmaker() as session:
+        await session.execute(
+            update(ApiToken)
+            .where(ApiToken.user_id == alice.id)
+            .values(expires_at=utcnow() - timedelta(seconds=1))
+        )
+        await session.commit()
+    assert_error(await client.get("/api/v1/me", headers=alice.headers), 401, "token_expired")
+
+
+async def test_deactivated_user_is_refused(
+    client: httpx.AsyncClient, admin: Account, alice: Account
+) -> None:
+    patched = await client.patch(
+        f"/api/v1/users/{alice.id}", json={"is_active": False}, headers=admin.headers
+    )
+    assert patched.status_code == 200 and patched.json()["is_active"] is False
+    assert_error(await client.get("/api/v1/me", headers=alice.headers), 401, "user_inactive")
+
+
+async def test_tokens_are_stored_hashed_and_last_use_recorded(
+    app: FastAPI, client: httpx.AsyncClient, alice: Account
+) -> None:
+    await client.get("/api/v1/me", headers=alice.headers)
+    async with app.state.sessionmaker() as session:
+        token = (await session.scalars(select(ApiToken).where(ApiToken.user_id == alice.id))).one()
+    assert alice.token not in token.token_hash
+    assert len(token.token_hash) == 64
+    assert token.last_used_at is not None
+
+
+async def test_created_token_is_shown_once_and_long(
+    client: httpx.AsyncClient, alice: Account
+) -> None:
+    created = await client.post("/api/v1/tokens", json={"name": "ci"}, headers=alice.headers)
+    secret = created.json()["token"]
+    assert len(secret) >= 43  # 32 random bytes, url-safe base64, plus the prefix
+    listed = await client.get("/api/v1/tokens", headers=alice.headers)
+    assert secret not in listed.text
+    assert {t["name"] for t in listed.json()["items"]} == {"test", "ci"}
+
+
+async def test_users_cannot_see_or_revoke_each_others_tokens(
+    client: httpx.AsyncClient, alice: Account, bob: Account
+) -> None:
+    bobs = (await client.get("/api/v1/tokens", headers=bob.headers)).json()["items"]
+    alices = (await client.get("/api/v1/tokens", headers=alice.headers)).json()["items"]
+    assert {t["id"] for t in bobs}.isdisjoint({t["id"] for t in alices})
+    response = await client.delete(f"/api/v1/tokens/{bobs[0]['id']}", headers=alice.headers)
+    assert_error(response, 404, "token_not_found")
+    assert (await client.get("/api/v1/me", headers=bob.headers)).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body"),
+    [
+        ("GET", "/api/v1/users", None),
+        ("POST", "/api/v1/users", {"name": "mallory"}),
+        ("PATCH", "/api/v1/users/1", {"is_active": False}),
+    ],
+)
+async def test_admin_routes_are_403_for_users(
+    client: httpx.AsyncClient, alice: Account, method: str, path: str, body: Any
+) -> None:
+    response = await client.request(method, path, json=body, headers=alice.headers)
+    assert_error(response, 403, "admin_required")
+
+
+async def test_admin_creates_lists_and_deactivates_users(
+    client: httpx.AsyncClient, admin: Account
+) -> None:
+    created = await client.post("/api/v1/users", json={"name": "carol"}, headers=admin.headers)
+    assert created.status_code == 201
+    carol = {"Authorization": f"Bearer {created.json()['token']}"}
+    assert (await client.get("/api/v1/me", headers=carol)).json()["name"] == "carol"
+
+    names = [
+        u["name"]
+        for u in (await client.get("/api/v1/users", headers=admin.headers)).json()["items"]
+    ]
+    assert names == ["root", "carol"]  # the system user 0 is not a login
+
+    duplicate = await client.post("/api/v1/users", json={"name": "carol"}, headers=admin.headers)
+    assert_error(duplicate, 409, "user_exists")
+    bad = await client.post("/api/v1/users", json={"name": "Carol!"}, headers=admin.headers)
+    assert_error(bad, 422, "invalid_user_name")
+    assert_error(
+        await client.patch("/api/v1/users/0", json={}, headers=admin.headers), 404, "user_not_found"
+    )
+
+
+async def test_admin_cannot_lock_themselves_out(client: httpx.AsyncClient, admin: Account) -> None:
+    response = await client.patch(
+        f"/api/v1/users/{admin.id}", json={"is_active": False}, headers=admin.headers
+    )
+    assert_error(response, 422, "cannot_modify_self")
+
+
+async def test_validation_errors_use_the_error_shape(
+    client: httpx.AsyncClient, alice: Account
+) -> None:
+    response = await client.post("/api/v1/tokens", json={"name": ""}, headers=alice.headers)
+    assert_error(response, 422, "invalid_request")
+    assert response.json()["error"]["details"]["errors"][0]["loc"] == ["body", "name"]
+    assert_error(await client.get("/api/v1/nope", headers=alice.headers), 404, "not_found")

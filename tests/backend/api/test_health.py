@@ -1,0 +1,76 @@
+"""Liveness and readiness, including a database that goes away and comes back."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+from asgi_lifespan import LifespanManager
+from sqlalchemy.engine import make_url
+
+from backend.app import create_app
+from backend.config import Settings
+from tests.support.proxy import TcpProxy
+from tests.support.wait import eventually
+
+
+async def test_healthz_and_readyz(client: httpx.AsyncClient) -> None:
+    assert (await client.get("/healthz")).json() == {"status": "ok"}
+    ready = await client.get("/readyz")
+    assert ready.status_code == 200
+    assert ready.json() == {"status": "ok", "checks": {"database": {"ok": True}}}
+
+
+async def test_openapi_is_served(client: httpx.AsyncClient) -> None:
+    schema = (await client.get("/openapi.json")).json()
+    assert "/api/v1/me" in schema["paths"]
+    assert (await client.get("/docs")).status_code == 200
+
+
+@pytest.fixture
+async def proxied_postgres(
+    database_url: str, db_backend: str
+) -> AsyncIterator[tuple[str, TcpProxy]]:
+    if db_backend != "postgresql":
+        pytest.fail("this fixture is for PostgreSQL only")
+    url = make_url(database_url)
+    socket_dir = url.query.get("host")
+    assert isinstance(socket_dir, str), "the test PostgreSQL listens on a unix socket"
+    async with TcpProxy(unix_path=f"{socket_dir}/.s.PGSQL.{url.port or 5432}") as proxy:
+        proxied = url.set(host="127.0.0.1", port=proxy.port, query={})
+        yield proxied.render_as_string(hide_password=False), proxy
+
+
+@pytest.mark.parametrize("db_backend", ["postgresql"], indirect=True)
+async def test_readyz_follows_the_database(
+    proxied_postgres: tuple[str, TcpProxy], settings: Settings
+) -> None:
+    url, proxy = proxied_postgres
+    app = create_app(settings.model_copy(update={"database_url": url}))
+    async with LifespanManager(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+            assert (await client.get("/readyz")).status_code == 200
+            await proxy.stop()
+            down = await client.get("/readyz")
+            assert down.status_code == 503
+            assert down.json()["checks"]["database"]["ok"] is False
+            assert "127.0.0.1" not in down.text  # no connection details leak
+            await proxy.start()
+
+            async def ready() -> bool:
+                return (await client.get("/readyz")).status_code == 200
+
+            assert await eventually(ready)
+
+
+async def test_readyz_checks_redis_when_configured(settings: Settings, redis_url: str) -> None:
+    for url, status in ((redis_url, 200), ("redis://127.0.0.1:1/0", 503)):
+        app = create_app(settings.model_copy(update={"redis_url": url}))
+        async with LifespanManager(app):
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+                response = await client.get("/readyz")
+        assert response.status_code == status
+        assert response.json()["checks"]["redis"]["ok"] is (status == 200)

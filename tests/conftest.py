@@ -1,0 +1,126 @@
+"""Fixtures shared by the whole suite: real services, one clean database per test, the app."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from asgi_lifespan import LifespanManager
+from fastapi import FastAPI
+
+from backend.app import create_app
+from backend.auth import service as auth_service
+from backend.config import Settings
+from tests.support import services
+
+BACKENDS = ["sqlite", "postgresql"]
+
+
+@pytest.fixture(scope="session")
+def services_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("services")
+
+
+@pytest.fixture(scope="session")
+def postgres_admin_url(services_dir: Path) -> Iterator[str]:
+    url, handle = services.start_postgres(services_dir)
+    services.prepare_postgres_template(url)
+    yield url
+    del handle  # the wheel stops and deletes its server at exit
+
+
+@pytest.fixture(scope="session")
+def redis_url(services_dir: Path) -> Iterator[str]:
+    url, handle = services.start_redis(services_dir)
+    yield url
+    if handle is not None:
+        handle.shutdown()
+
+
+@pytest.fixture(scope="session")
+def sqlite_template(services_dir: Path) -> Path:
+    return services.prepare_sqlite_template(services_dir / "template.db")
+
+
+@pytest.fixture(params=BACKENDS)
+def db_backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def database_url(db_backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A clean, migrated database on the backend this test instance runs on."""
+    if db_backend == "postgresql":
+        admin_url = request.getfixturevalue("postgres_admin_url")
+        with services.postgres_database(admin_url) as url:
+            yield url
+    else:
+        template = request.getfixturevalue("sqlite_template")
+        with services.sqlite_database(template, tmp_path) as url:
+            yield url
+
+
+@pytest.fixture
+def settings(database_url: str, tmp_path: Path) -> Settings:
+    return Settings(database_url=database_url, data_dir=tmp_path / "data")
+
+
+@pytest.fixture
+async def app(settings: Settings) -> AsyncIterator[FastAPI]:
+    application = create_app(settings)
+    async with LifespanManager(application):
+        yield application
+
+
+@pytest.fixture
+async def client(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as c:
+        yield c
+
+
+@dataclass
+class Account:
+    id: int
+    name: str
+    token: str
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"}
+
+
+@pytest.fixture
+def make_account(app: FastAPI) -> Any:
+    """`await make_account("alice", admin=False)` creates a user with a fresh token."""
+
+    async def make(name: str, *, admin: bool = False) -> Account:
+        async with app.state.sessionmaker() as session:
+            user = await auth_service.create_user(session, name, admin=admin)
+            issued = await auth_service.issue_token(session, user, "test")
+            await session.commit()
+            return Account(id=user.id, name=name, token=issued.secret)
+
+    return make
+
+
+@pytest.fixture
+async def alice(make_account: Any) -> Account:
+    account: Account = await make_account("alice")
+    return account
+
+
+@pytest.fixture
+async def bob(make_account: Any) -> Account:
+    account: Account = await make_account("bob")
+    return account
+
+
+@pytest.fixture
+async def admin(make_account: Any) -> Account:
+    account: Account = await make_account("root", admin=True)
+    return account
