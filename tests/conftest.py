@@ -30,7 +30,8 @@ def postgres_admin_url(services_dir: Path) -> Iterator[str]:
     url, handle = services.start_postgres(services_dir)
     services.prepare_postgres_template(url)
     yield url
-    del handle  # the wheel stops and deletes its server at exit
+    if handle is not None:
+        handle.cleanup()  # stop and delete now, not in an atexit hook after logging closed
 
 
 @pytest.fixture(scope="session")

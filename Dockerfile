@@ -1,0 +1,30 @@
+# syntax=docker/dockerfile:1
+# Build stage: install skillhive and its pinned dependencies into a virtualenv.
+FROM python:3.11-slim AS build
+WORKDIR /src
+ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+COPY pyproject.toml constraints.txt README.md ./
+COPY backend backend
+COPY chat_shell chat_shell
+RUN python -m venv /opt/venv \
+    && /opt/venv/bin/pip install -c constraints.txt .
+
+# Runtime stage: the virtualenv, migrations and built-in skills; runs as a non-root user.
+FROM python:3.11-slim AS runtime
+RUN useradd --create-home --uid 10001 skillhive
+COPY --from=build /opt/venv /opt/venv
+WORKDIR /app
+COPY alembic.ini ./
+COPY migrations migrations
+COPY skills skills
+RUN mkdir -p /app/data && chown skillhive:skillhive /app/data
+ENV PATH=/opt/venv/bin:$PATH \
+    PYTHONUNBUFFERED=1 \
+    SKILLHIVE_HOST=0.0.0.0 \
+    SKILLHIVE_DATA_DIR=/app/data
+USER skillhive
+EXPOSE 8000
+HEALTHCHECK --interval=15s --timeout=5s --start-period=20s --retries=3 \
+    CMD ["python", "-c", "import sys, urllib.request; sys.exit(urllib.request.urlopen('http://127.0.0.1:8000/readyz', timeout=4).status != 200)"]
+ENTRYPOINT ["skillhive"]
+CMD ["serve"]

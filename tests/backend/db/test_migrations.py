@@ -1,0 +1,79 @@
+"""Alembic upgrades an empty database to head on both backends, matching the models exactly."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import create_engine, text
+
+from backend.db.engine import sync_url
+from backend.db.migrate import schema_differences, upgrade
+from backend.db.models import SYSTEM_USER_ID
+from tests.support import services
+
+
+@pytest.fixture
+def empty_database(
+    db_backend: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> Iterator[str]:
+    if db_backend == "postgresql":
+        admin_url = request.getfixturevalue("postgres_admin_url")
+        with services.postgres_database(admin_url, migrated=False) as url:
+            yield url
+    else:
+        with services.sqlite_database(None, tmp_path) as url:
+            yield url
+
+
+def _scalar(url: str, sql: str) -> object:
+    engine = create_engine(sync_url(url))
+    try:
+        with engine.connect() as conn:
+            return conn.execute(text(sql)).scalar()
+    finally:
+        engine.dispose()
+
+
+def test_empty_database_upgrades_to_head_without_drift(empty_database: str) -> None:
+    assert schema_differences(empty_database)  # an empty database differs from the models
+    upgrade(empty_database)
+    assert schema_differences(empty_database) == []
+    assert _scalar(empty_database, "SELECT version_num FROM alembic_version") == "0001"
+
+
+def test_upgrade_is_idempotent_and_seeds_the_system_user(empty_database: str) -> None:
+    upgrade(empty_database)
+    upgrade(empty_database)
+    assert (
+        _scalar(empty_database, f"SELECT name FROM users WHERE id = {SYSTEM_USER_ID}") == "system"
+    )
+    assert _scalar(empty_database, "SELECT count(*) FROM users") == 1
+
+
+def test_skill_binaries_cascade_with_their_kind(empty_database: str) -> None:
+    upgrade(empty_database)
+    engine = create_engine(sync_url(empty_database))
+    try:
+        with engine.begin() as conn:
+            if engine.dialect.name == "sqlite":
+                conn.execute(text("PRAGMA foreign_keys=ON"))
+            conn.execute(
+                text(
+                    "INSERT INTO kinds (id, user_id, kind, namespace, name, json, is_active,"
+                    " resource_version, created_at, updated_at) VALUES (1, 0, 'Skill', 'default',"
+                    " 'x', '{}', true, 1, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)"
+                )
+            )
+            conn.execute(
+                text(
+                    "INSERT INTO skill_binaries (kind_id, binary_data, file_size, file_hash,"
+                    " created_at) VALUES (1, :b, 1, 'h', CURRENT_TIMESTAMP)"
+                ),
+                {"b": b"x"},
+            )
+            conn.execute(text("DELETE FROM kinds WHERE id = 1"))
+            assert conn.execute(text("SELECT count(*) FROM skill_binaries")).scalar() == 0
+    finally:
+        engine.dispose()

@@ -1,0 +1,45 @@
+"""Settings: prefix, unknown variables, documentation of every field."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from backend.config import NON_SERVER_VARIABLES, Settings, unknown_env_variables
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_unknown_skillhive_variables_are_reported() -> None:
+    env = {
+        "SKILLHIVE_PORT": "9000",
+        "SKILLHIVE_DATABSE_URL": "typo",
+        "SKILLHIVE_TOKEN": "client-side",
+        "HOME": "/root",
+    }
+    assert unknown_env_variables(env) == ["SKILLHIVE_DATABSE_URL"]
+
+
+def test_settings_read_the_prefixed_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SKILLHIVE_PORT", "9123")
+    monkeypatch.setenv("SKILLHIVE_MAX_ARCHIVE_ENTRIES", "7")
+    settings = Settings()
+    assert settings.port == 9123
+    assert settings.max_archive_entries == 7
+
+
+def test_default_database_is_a_sqlite_file_under_data_dir(tmp_path: Path) -> None:
+    url = Settings(data_dir=tmp_path, database_url=None).effective_database_url
+    assert url == f"sqlite+aiosqlite:///{tmp_path.resolve()}/skillhive.db"
+
+
+def test_every_setting_is_documented() -> None:
+    doc = (ROOT / "docs" / "configuration.md").read_text()
+    missing = [
+        f"SKILLHIVE_{n.upper()}"
+        for n in Settings.model_fields
+        if f"SKILLHIVE_{n.upper()}`" not in doc
+    ]
+    assert missing == []
