@@ -1,0 +1,1 @@
+"""Tools the agent can call: built-ins, skill providers, MCP."""

@@ -1,0 +1,181 @@
+"""The MCP sessions of one turn: connect in parallel, reuse per server, close on exit."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Self
+
+from langchain_core.tools import BaseTool
+
+from chat_shell.tools.mcp.config import McpServerConfig, check_stdio_allowed
+from chat_shell.tools.mcp.errors import SERVER_CONFLICT, McpError
+from chat_shell.tools.mcp.placeholders import secret_values, substitute_placeholders
+from chat_shell.tools.mcp.session import ServerSession
+
+_NOT_IN_NAME = re.compile(r"[^A-Za-z0-9_-]")
+_MAX_NAME = 64  # what OpenAI-style function calling accepts: ^[A-Za-z0-9_-]{1,64}$
+
+
+@dataclass(frozen=True)
+class McpFailure:
+    """A server that could not be used this turn (reported as an event, never raised)."""
+
+    server: str
+    code: str
+    message: str
+
+
+def _clean(name: str) -> str:
+    return _NOT_IN_NAME.sub("_", name)[:_MAX_NAME] or "tool"
+
+
+class McpSessionPool:
+    """The MCP sessions of one turn; use it as an async context manager around the turn.
+
+    Each server gets one session, reused by every call of its tools until the pool closes (on
+    exit, including cancellation). Tool names are the servers' own (characters outside
+    `[A-Za-z0-9_-]` become `_`); a name already taken (by an earlier server, another server in
+    the same batch, or `reserved_names`) becomes `<server>_<tool>` for every server that brings
+    it in that batch, so names once handed out never change within the turn.
+    """
+
+    def __init__(
+        self,
+        *,
+        connect_timeout_s: float = 30.0,
+        call_timeout_s: float = 60.0,
+        close_timeout_s: float = 5.0,
+    ) -> None:
+        self._connect_timeout_s = connect_timeout_s
+        self._call_timeout_s = call_timeout_s
+        self._close_timeout_s = close_timeout_s
+        self._sessions: dict[str, ServerSession] = {}
+        self._tools: dict[str, list[BaseTool]] = {}
+        self._failed: dict[str, McpServerConfig] = {}
+        self._failures: list[McpFailure] = []
+        self._closed = False
+        self.sessions_opened = 0
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    @property
+    def tools(self) -> list[BaseTool]:
+        """Every tool of every connected server, in connection order."""
+        return [tool for tools in self._tools.values() for tool in tools]
+
+    @property
+    def failures(self) -> list[McpFailure]:
+        """Every failure reported so far this turn."""
+        return list(self._failures)
+
+    async def connect(
+        self,
+        servers: Mapping[str, McpServerConfig],
+        context: Mapping[str, Any],
+        *,
+        reserved_names: Collection[str] = (),
+    ) -> tuple[list[BaseTool], list[McpFailure]]:
+        """Connect the servers not connected yet, in parallel, each within its timeout.
+
+        Returns the tools of every requested server that is connected (including ones connected
+        by an earlier call) and the failures of this call. A server that failed earlier with the
+        same config is not retried this turn; a connected name asked for with a different
+        config is a `mcp_server_conflict` failure (the live session is kept).
+        """
+        if self._closed:
+            raise McpError("the MCP session pool is closed", code="mcp_pool_closed")
+        failures: list[McpFailure] = []
+        started: list[ServerSession] = []
+        for name, config in servers.items():
+            if self._failed.get(name) == config:
+                continue
+            try:
+                check_stdio_allowed(name, config)
+                resolved = substitute_placeholders(config, context)
+            except McpError as exc:
+                failures.append(self._fail(name, config, exc.code, exc.message))
+                continue
+            existing = self._sessions.get(name)
+            if existing is None:
+                session = ServerSession(
+                    name,
+                    resolved,
+                    call_timeout_s=self._call_timeout_s,
+                    secrets=secret_values(config, context),
+                )
+                self.sessions_opened += 1
+                self._sessions[name] = session
+                started.append(session)
+            elif existing.config != resolved:
+                message = f"MCP server {name!r} is already connected with another config"
+                failures.append(McpFailure(name, SERVER_CONFLICT, message))
+                self._failures.append(failures[-1])
+
+        outcomes = await asyncio.gather(
+            *(s.wait_ready(s.config.timeout or self._connect_timeout_s) for s in started)
+        )
+        connected: list[ServerSession] = []
+        for session, outcome in zip(started, outcomes, strict=True):
+            if outcome is None:
+                connected.append(session)
+                continue
+            del self._sessions[session.name]
+            failures.append(self._fail(session.name, servers[session.name], *outcome))
+        self._name_tools(connected, reserved_names)
+
+        tools = [t for name in servers if name in self._tools for t in self._tools[name]]
+        return tools, failures
+
+    def _fail(self, name: str, config: McpServerConfig, code: str, message: str) -> McpFailure:
+        failure = McpFailure(name, code, message)
+        self._failed[name] = config
+        self._failures.append(failure)
+        return failure
+
+    def _name_tools(self, connected: list[ServerSession], reserved: Collection[str]) -> None:
+        taken = set(reserved) | {t.name for t in self.tools}
+        batch: dict[str, int] = {}
+        for session in connected:
+            for name in {_clean(t.name) for t in session.tools}:
+                batch[name] = batch.get(name, 0) + 1
+        for session in connected:
+            named: list[BaseTool] = []
+            for tool in session.tools:
+                name = _clean(tool.name)
+                if name in taken or batch[name] > 1:
+                    name = _clean(f"{session.name}_{name}")
+                unique, n = name, 2
+                while unique in taken:
+                    unique, n = f"{name[: _MAX_NAME - 4]}_{n}", n + 1
+                taken.add(unique)
+                # The MCP call uses the server's own name (captured by the adapter), so
+                # renaming the LangChain tool is safe.
+                named.append(
+                    tool if unique == tool.name else tool.model_copy(update={"name": unique})
+                )
+            self._tools[session.name] = named
+
+    async def aclose(self) -> None:
+        """Close every session (idempotent). Stragglers are cancelled after `close_timeout_s`."""
+        self._closed = True
+        sessions = list(self._sessions.values())
+        self._sessions.clear()
+        try:
+            await asyncio.gather(*(s.close(self._close_timeout_s) for s in sessions))
+        finally:
+            # Cancelled again while closing: still make every runner wind its session down.
+            for session in sessions:
+                session.cancel()

@@ -1,0 +1,192 @@
+"""One MCP server's session for one turn, owned by a dedicated background task.
+
+The transports (anyio task groups, the stdio subprocess) must be entered and exited in the same
+task. A turn connects servers from whichever task runs the agent or a tool (a skill loaded
+mid-turn), and closes them from another, so each session lives in its own runner task: it
+opens the session, lists the tools, parks until told to stop, then closes it. Tool calls
+from any task use the session meanwhile; each is raced against a timeout and the runner's end,
+and every failure becomes tool error text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Iterable
+
+from langchain_core.tools import BaseTool
+from langchain_mcp_adapters.client import MultiServerMCPClient
+from langchain_mcp_adapters.interceptors import MCPToolCallRequest, MCPToolCallResult
+from langchain_mcp_adapters.sessions import Connection
+from langchain_mcp_adapters.tools import load_mcp_tools
+from mcp.types import AudioContent, CallToolResult, TextContent
+
+from chat_shell.tools.mcp.config import McpServerConfig
+from chat_shell.tools.mcp.errors import (
+    CONNECT_FAILED,
+    CONNECT_TIMEOUT,
+    SERVER_DISCONNECTED,
+    TOOL_FAILED,
+    TOOL_TIMEOUT,
+)
+
+logger = logging.getLogger(__name__)
+
+_Handler = Callable[[MCPToolCallRequest], Awaitable[MCPToolCallResult]]
+
+
+def describe(exc: BaseException) -> str:
+    """A readable one-liner, unwrapping the exception groups anyio transports raise."""
+    if isinstance(exc, BaseExceptionGroup):
+        return "; ".join(describe(e) for e in exc.exceptions)
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def redact(text: str, secrets: Iterable[str]) -> str:
+    """Mask secret values (e.g. in a URL echoed by a connection error)."""
+    for secret in sorted(secrets, key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return text
+
+
+def to_connection(config: McpServerConfig) -> Connection:
+    """The adapters' connection dict for a (substituted) config."""
+    if config.transport == "stdio":
+        assert config.command is not None  # guaranteed by McpServerConfig validation
+        # env=None lets the SDK pass its safe default environment (PATH, HOME, ...).
+        return {
+            "transport": "stdio",
+            "command": config.command,
+            "args": list(config.args),
+            "env": dict(config.env) or None,
+        }
+    assert config.url is not None
+    if config.transport == "sse":
+        return {"transport": "sse", "url": config.url, "headers": dict(config.headers)}
+    return {"transport": "streamable_http", "url": config.url, "headers": dict(config.headers)}
+
+
+def _error_result(code: str, message: str) -> CallToolResult:
+    # An isError result makes the adapter's tool return a ToolMessage with status="error".
+    return CallToolResult(
+        content=[TextContent(type="text", text=f"[{code}] {message}")], isError=True
+    )
+
+
+def _convertible(result: MCPToolCallResult) -> MCPToolCallResult:
+    # The adapter raises (killing the turn) on content it cannot convert: replace it by text.
+    if isinstance(result, CallToolResult) and any(
+        isinstance(c, AudioContent) for c in result.content
+    ):
+        content = [
+            TextContent(type="text", text="[audio content omitted]")
+            if isinstance(c, AudioContent)
+            else c
+            for c in result.content
+        ]
+        return result.model_copy(update={"content": content})
+    return result
+
+
+class ServerSession:
+    """The session of one server: start, wait until ready, call tools, stop."""
+
+    def __init__(
+        self,
+        name: str,
+        config: McpServerConfig,
+        *,
+        call_timeout_s: float,
+        secrets: Iterable[str] = (),
+    ) -> None:
+        self.name = name
+        self.config = config
+        self.tools: list[BaseTool] = []
+        self._call_timeout_s = call_timeout_s
+        self._secrets = frozenset(secrets)
+        self._client = MultiServerMCPClient({name: to_connection(config)})
+        self._ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._stop = asyncio.Event()
+        self._ended: str | None = None
+        self._runner = asyncio.create_task(self._run(), name=f"mcp-session:{name}")
+
+    async def _run(self) -> None:
+        try:
+            async with self._client.session(self.name) as session:
+                self.tools = await load_mcp_tools(
+                    session, server_name=self.name, tool_interceptors=[self._intercept]
+                )
+                self._ready.set_result(None)
+                await self._stop.wait()
+            self._ended = "the session is closed"
+        except Exception as exc:
+            self._ended = redact(describe(exc), self._secrets)
+            if self._ready.done():
+                logger.warning("MCP server %r disconnected: %s", self.name, self._ended)
+            else:
+                self._ready.set_exception(exc)
+        finally:
+            if not self._ready.done():  # cancelled before it was ready
+                self._ready.cancel()
+            if self._ended is None:
+                self._ended = "the session was cancelled"
+
+    async def wait_ready(self, timeout_s: float) -> tuple[str, str] | None:
+        """None once connected, else (code, redacted message); a failed session is stopped."""
+        try:
+            await asyncio.wait_for(asyncio.shield(self._ready), timeout_s)
+        except TimeoutError:
+            await self.close(grace_s=0)
+            return CONNECT_TIMEOUT, f"no answer within {timeout_s:g}s"
+        except Exception as exc:
+            return CONNECT_FAILED, redact(describe(exc), self._secrets)
+        return None
+
+    async def close(self, grace_s: float) -> None:
+        """Ask the runner to close the session; cancel it if it does not finish in time."""
+        self._stop.set()
+        if grace_s > 0:
+            await asyncio.wait({self._runner}, timeout=grace_s)
+        if not self._runner.done():
+            self._runner.cancel()
+            await asyncio.wait({self._runner})
+
+    def cancel(self) -> None:
+        """Cancel the runner (it still closes the transport, killing a stdio process)."""
+        self._runner.cancel()
+
+    async def _intercept(self, request: MCPToolCallRequest, handler: _Handler) -> MCPToolCallResult:
+        if self._runner.done():
+            return _error_result(SERVER_DISCONNECTED, self._disconnected())
+
+        async def run_call() -> MCPToolCallResult:
+            return await handler(request)
+
+        call = asyncio.create_task(run_call())
+        try:
+            done, _ = await asyncio.wait(
+                {call, self._runner},
+                timeout=self._call_timeout_s,
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+        finally:
+            if not call.done():
+                call.cancel()
+                await asyncio.wait({call})
+            if not call.cancelled():
+                call.exception()  # mark retrieved: a late failure is not an unhandled error
+        if call in done:
+            try:
+                return _convertible(call.result())
+            except Exception as exc:
+                message = redact(describe(exc), self._secrets)
+                return _error_result(TOOL_FAILED, f"{request.name} failed: {message}")
+        if self._runner in done:
+            return _error_result(SERVER_DISCONNECTED, self._disconnected())
+        return _error_result(
+            TOOL_TIMEOUT, f"{request.name} did not answer within {self._call_timeout_s:g}s"
+        )
+
+    def _disconnected(self) -> str:
+        return f"MCP server {self.name!r} is not connected: {self._ended or 'unknown reason'}"
