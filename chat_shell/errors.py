@@ -31,3 +31,45 @@ class ChatShellError(Exception):
 
     def to_dict(self) -> dict[str, Any]:
         return {"error": {"code": self.code, "message": self.message, "details": self.details}}
+
+
+class InvalidTurnRequest(ChatShellError):
+    """The turn request is inconsistent (e.g. two skills with one name)."""
+
+    code = "invalid_turn_request"
+
+
+class ProviderError(ChatShellError):
+    """Base of the errors about a skill's tool provider; reported, the turn goes on without it."""
+
+    code = "provider_error"
+
+
+class ProviderNotAllowed(ProviderError):
+    """The skill is not public, so its package code must never be imported."""
+
+    code = "provider_not_allowed"
+
+
+class ProviderLoadError(ProviderError):
+    """The provider could not be loaded: missing package, bad hash, import failure, bad class."""
+
+    code = "provider_load_failed"
+
+
+class ModelCallError(ChatShellError):
+    """The chat model failed (network, API error, bad response)."""
+
+    code = "model_error"
+
+
+class RecursionLimitReached(ChatShellError):
+    """The agent used up its step budget for the turn without a final answer."""
+
+    code = "recursion_limit"
+
+
+class TurnCancelled(ChatShellError):
+    """The task running the turn was cancelled."""
+
+    code = "cancelled"

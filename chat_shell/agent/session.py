@@ -1,0 +1,212 @@
+"""The state of one turn, handed to the (cached, shared) agent graph as its runtime context.
+
+It owns what changes during a turn: active skills, the tools they brought, usage, tool records.
+The middleware asks it for the system prompt and the visible tools on every model call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.tools import BaseTool
+
+from chat_shell.contracts import (
+    DoneEvent,
+    Event,
+    McpErrorEvent,
+    SkillSpec,
+    ToolCallRecord,
+    TurnRequest,
+    Usage,
+    UsageEvent,
+)
+from chat_shell.errors import InvalidTurnRequest
+from chat_shell.offline import estimate_tokens
+from chat_shell.ports import FrontendChannel, PackageSource
+from chat_shell.skills.active import ActiveSkills, last_loaded_records
+from chat_shell.skills.prompt import render_loaded_skill, render_stable_prompt, render_system_prompt
+from chat_shell.skills.provider import ProviderContext
+from chat_shell.skills.registry import ProviderRegistry
+from chat_shell.skills.toolset import create_provider_tools
+from chat_shell.tools.builtin.load_skill import create_load_skill_tool
+from chat_shell.tools.mcp import McpServerConfig, McpSessionPool
+
+Emit = Callable[[Event], None]
+
+
+@dataclass(frozen=True)
+class TurnContext:
+    """The graph's runtime context (LangGraph wants a dataclass, TypedDict or model)."""
+
+    session: TurnSession
+
+
+def turn_index(request: TurnRequest) -> int:
+    if request.turn_index is not None:
+        return request.turn_index
+    return sum(1 for m in request.history if m.role == "user")
+
+
+def substitution_values(request: TurnRequest) -> dict[str, Any]:
+    """The `${{...}}` context: caller's values plus user, conversation and secrets."""
+    ctx = request.context
+    user = ctx.user.model_dump() if ctx.user else {"id": request.user_id, "name": ""}
+    return {
+        **ctx.values,
+        "user": user,
+        "conversation": {"id": request.conversation_id},
+        "secrets": {k: v.get_secret_value() for k, v in ctx.secrets.items()},
+    }
+
+
+class TurnSession:
+    def __init__(
+        self,
+        request: TurnRequest,
+        *,
+        model: BaseChatModel,
+        package_source: PackageSource,
+        frontend: FrontendChannel,
+        registry: ProviderRegistry,
+        emit: Emit,
+        stack: AsyncExitStack,
+    ) -> None:
+        self.request = request
+        self.model = model
+        self.emit = emit
+        self._source = package_source
+        self._frontend = frontend
+        self._registry = registry
+        self._stack = stack
+        self._pool: McpSessionPool | None = None
+        self.skills = {s.name: s for s in request.skills}
+        if len(self.skills) != len(request.skills):
+            raise InvalidTurnRequest("two skills share a name")
+        self.active = ActiveSkills.restore(
+            last_loaded_records(request.history),
+            costs={n: estimate_tokens(render_loaded_skill(s)) for n, s in self.skills.items()},
+            budget=request.loaded_skills_token_budget,
+            turn=turn_index(request),
+            retention=request.retention_turns,
+            pinned=request.preload_skills,
+        )
+        self._stable_prompt = render_stable_prompt(request.system_prompt, request.skills)
+        self._prompt_cache: tuple[tuple[str, ...], SystemMessage] | None = None
+        self._base_tools: list[BaseTool] = (
+            [create_load_skill_tool(self, list(self.skills))] if self.skills else []
+        )
+        self._skill_tools: dict[str, list[BaseTool]] = {}
+        self._tool_skill: dict[str, str] = {}
+        self.usage = Usage()
+        self.tool_calls: list[ToolCallRecord] = []
+        self.final_text = ""
+
+    async def start(self) -> None:
+        """Connect the Ghost's MCP servers and set up the tools of skills active from the start."""
+        self._base_tools += await self._connect_mcp(self.request.mcp_servers)
+        await asyncio.gather(*(self.prepare_skill(n) for n in self.active.names()))
+
+    def input_messages(self) -> list[BaseMessage]:
+        messages: list[BaseMessage] = [
+            HumanMessage(m.content) if m.role == "user" else AIMessage(m.content)
+            for m in self.request.history
+            if m.content
+        ]
+        messages.append(HumanMessage(self.request.user_message))
+        return messages
+
+    def system_message(self) -> SystemMessage:
+        names = tuple(self.active.names())
+        if self._prompt_cache is None or self._prompt_cache[0] != names:
+            loaded = [self.skills[n] for n in names]
+            prompt = render_system_prompt(self._stable_prompt, loaded)
+            self._prompt_cache = (names, SystemMessage(prompt))
+        return self._prompt_cache[1]
+
+    def visible_tools(self) -> list[BaseTool]:
+        """load_skill and the Ghost's tools, then the tools of active skills (first name wins)."""
+        tools = {t.name: t for t in self._base_tools}
+        for name in self.active.names():
+            for tool in self._skill_tools.get(name, []):
+                tools.setdefault(tool.name, tool)
+        return list(tools.values())
+
+    def find_tool(self, name: str) -> BaseTool | None:
+        return next((t for t in self.visible_tools() if t.name == name), None)
+
+    async def prepare_skill(self, name: str) -> list[str]:
+        """Create the skill's provider tools and connect its MCP servers, once per turn."""
+        if name not in self._skill_tools:
+            self._skill_tools[name] = []  # claimed: a parallel call must not build them twice
+            skill = self.skills[name]
+            context = ProviderContext(
+                user_id=self.request.user_id,
+                conversation_id=self.request.conversation_id,
+                skill_name=name,
+                frontend=self._frontend,
+            )
+            tools, errors = await create_provider_tools(
+                skill, registry=self._registry, source=self._source, context=context
+            )
+            for error in errors:
+                self.emit(error)
+            tools += await self._connect_mcp(
+                _skill_servers(skill), reserved={t.name for t in tools}
+            )
+            self._skill_tools[name] = tools
+            self._tool_skill.update((t.name, name) for t in tools)
+        return [t.name for t in self._skill_tools[name]]
+
+    def note_tool_use(self, tool_name: str) -> None:
+        """Using a skill's tool counts as using the skill (retention, LRU)."""
+        if (skill := self._tool_skill.get(tool_name)) is not None:
+            self.active.touch(skill)
+
+    def record_model_reply(self, message: AIMessage) -> None:
+        self.final_text = message.text
+        if (usage := message.usage_metadata) is not None:
+            prompt, completion = usage["input_tokens"], usage["output_tokens"]
+            self.usage = Usage(
+                prompt_tokens=self.usage.prompt_tokens + prompt,
+                completion_tokens=self.usage.completion_tokens + completion,
+            )
+            self.emit(UsageEvent(prompt_tokens=prompt, completion_tokens=completion))
+
+    def done_event(self) -> DoneEvent:
+        return DoneEvent(
+            text=self.final_text,
+            loaded_skills=self.active.records(),
+            usage=self.usage,
+            tool_calls=self.tool_calls,
+        )
+
+    async def _connect_mcp(
+        self, servers: dict[str, McpServerConfig], reserved: set[str] | None = None
+    ) -> list[BaseTool]:
+        if not servers:
+            return []
+        if self._pool is None:  # only turns that use MCP pay for a pool
+            self._pool = await self._stack.enter_async_context(McpSessionPool())
+        taken = {t.name for t in self.visible_tools()} | (reserved or set())
+        tools, failures = await self._pool.connect(
+            servers, substitution_values(self.request), reserved_names=taken
+        )
+        for failure in failures:
+            self.emit(
+                McpErrorEvent(server=failure.server, code=failure.code, message=failure.message)
+            )
+        return tools
+
+
+def _skill_servers(skill: SkillSpec) -> dict[str, McpServerConfig]:
+    # Trust follows the skill, whatever the payload says: only public skills may start processes.
+    return {
+        name: config.model_copy(update={"trusted": skill.public})
+        for name, config in skill.mcp_servers.items()
+    }

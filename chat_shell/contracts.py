@@ -1,0 +1,219 @@
+"""Wire models between backend and chat_shell: the turn request and the events of a turn.
+
+backend maps its CRDs and rows onto these in one place; chat_shell never sees the database.
+Events form a discriminated union on `type`. A turn yields `start` first and ends with exactly one
+of `done` or `error`; `skill_error` and `mcp_error` are non-fatal reports in between (the turn goes
+on without the failed provider or server).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, TypeAdapter
+
+from chat_shell.tools.mcp import McpServerConfig
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class ModelSettings(_Model):
+    """Which LLM answers the turn. `name == "offline"` selects the built-in offline model."""
+
+    name: str = "offline"
+    base_url: str | None = None
+    api_key: SecretStr | None = None
+    temperature: float | None = None
+    max_tokens: int | None = Field(default=None, gt=0)
+
+
+class ToolDeclaration(_Model):
+    """A tool a skill declares; `provider` names the `SkillToolProvider` that creates it."""
+
+    name: str
+    provider: str
+    config: dict[str, Any] = Field(default_factory=dict)
+
+
+class ProviderRef(_Model):
+    """Where a public skill's package keeps its provider class (`module` relative to the root)."""
+
+    module: str
+    class_name: str = Field(alias="class")
+
+
+class SkillSpec(_Model):
+    """One skill the Ghost may use, as stored: metadata, instructions and tool wiring."""
+
+    name: str = Field(min_length=1)
+    description: str = ""
+    display_name: str | None = None
+    prompt: str = ""
+    tools: list[ToolDeclaration] = Field(default_factory=list)
+    provider: ProviderRef | None = None
+    config: dict[str, Any] = Field(default_factory=dict)
+    mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
+    public: bool = False
+    sha256: str | None = None
+
+
+class LoadedSkill(_Model):
+    """A skill active at the end of a turn, persisted on the assistant message.
+
+    `last_used_turn` is the 0-based index of the user turn that last loaded or used it; the list
+    is ordered least recently used first, which is what restores LRU order on the next turn.
+    """
+
+    name: str
+    last_used_turn: int = Field(ge=0)
+
+
+class ToolCallRecord(_Model):
+    """One tool call of a turn, as the UI shows it and history stores it."""
+
+    id: str = ""
+    name: str
+    args: dict[str, Any] = Field(default_factory=dict)
+    result: str = ""
+    duration_ms: float = 0.0
+    error: bool = False
+
+
+class HistoryMessage(_Model):
+    """A past message. Tool calls and `loaded_skills` are records, never replayed as text."""
+
+    role: Literal["user", "assistant"]
+    content: str = ""
+    tool_calls: list[ToolCallRecord] = Field(default_factory=list)
+    loaded_skills: list[LoadedSkill] | None = None
+
+
+class UserRef(_Model):
+    id: int | str
+    name: str = ""
+
+
+class SubstitutionContext(_Model):
+    """Values for `${{dotted.path}}` placeholders in MCP configs.
+
+    `values` holds further top-level keys (e.g. `backend_url`); `user`, `conversation` and
+    `secrets` are filled in by chat_shell from this model and the request.
+    """
+
+    user: UserRef | None = None
+    secrets: dict[str, SecretStr] = Field(default_factory=dict)
+    values: dict[str, Any] = Field(default_factory=dict)
+
+
+class TurnRequest(_Model):
+    """Everything chat_shell needs to run one turn of a conversation."""
+
+    conversation_id: str
+    user_id: int
+    system_prompt: str = ""
+    model: ModelSettings = Field(default_factory=ModelSettings)
+    skills: list[SkillSpec] = Field(default_factory=list)
+    preload_skills: list[str] = Field(default_factory=list)
+    # Global and Ghost servers, already merged and trust-marked by the caller.
+    mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
+    history: list[HistoryMessage] = Field(default_factory=list)
+    user_message: str
+    retention_turns: int = Field(default=5, ge=0)
+    loaded_skills_token_budget: int = Field(default=8000, gt=0)
+    recursion_limit: int = Field(default=50, ge=2)
+    # The 0-based index of this user turn; None counts the user messages in `history`. Set it
+    # when history is windowed, or retention would be computed from the window.
+    turn_index: int | None = Field(default=None, ge=0)
+    context: SubstitutionContext = Field(default_factory=SubstitutionContext)
+
+
+class Usage(_Model):
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+class StartEvent(_Model):
+    type: Literal["start"] = "start"
+    conversation_id: str
+    turn_index: int
+
+
+class TokenEvent(_Model):
+    type: Literal["token"] = "token"
+    delta: str
+
+
+class ToolStartEvent(_Model):
+    type: Literal["tool_start"] = "tool_start"
+    id: str
+    name: str
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
+class ToolEndEvent(ToolCallRecord):
+    type: Literal["tool_end"] = "tool_end"
+
+
+class SkillLoadedEvent(_Model):
+    type: Literal["skill_loaded"] = "skill_loaded"
+    name: str
+
+
+class SkillErrorEvent(_Model):
+    """A skill's provider or tool could not be set up; the skill runs without it."""
+
+    type: Literal["skill_error"] = "skill_error"
+    skill: str
+    code: str
+    message: str
+
+
+class McpErrorEvent(_Model):
+    """An MCP server could not be used this turn; the others keep working."""
+
+    type: Literal["mcp_error"] = "mcp_error"
+    server: str
+    code: str = "mcp_error"
+    message: str
+
+
+class UsageEvent(_Model):
+    """Token usage of one model call."""
+
+    type: Literal["usage"] = "usage"
+    prompt_tokens: int
+    completion_tokens: int
+
+
+class DoneEvent(_Model):
+    type: Literal["done"] = "done"
+    text: str
+    loaded_skills: list[LoadedSkill]
+    usage: Usage
+    tool_calls: list[ToolCallRecord] = Field(default_factory=list)
+
+
+class ErrorEvent(_Model):
+    """The turn ended without an answer."""
+
+    type: Literal["error"] = "error"
+    code: str
+    message: str
+
+
+Event = Annotated[
+    StartEvent
+    | TokenEvent
+    | ToolStartEvent
+    | ToolEndEvent
+    | SkillLoadedEvent
+    | SkillErrorEvent
+    | McpErrorEvent
+    | UsageEvent
+    | DoneEvent
+    | ErrorEvent,
+    Field(discriminator="type"),
+]
+EventAdapter: TypeAdapter[Event] = TypeAdapter(Event)

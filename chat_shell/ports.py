@@ -1,0 +1,80 @@
+"""What chat_shell needs from its host, as Protocols, with in-memory implementations.
+
+backend supplies the real ones (skill binaries from the database, Socket.IO rooms through Redis);
+the in-memory ones serve the embedded default and the tests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from chat_shell.errors import ProviderLoadError
+
+
+class PackageSource(Protocol):
+    """Skill package bytes by content hash."""
+
+    async def get(self, sha256: str) -> bytes:
+        """Return the ZIP whose SHA-256 is `sha256`; raise `ProviderLoadError` if unknown."""
+        ...
+
+
+class FrontendChannel(Protocol):
+    """Sends events to the browser(s) showing a conversation (e.g. `skill:request`).
+
+    Waiting for the browser's answer is the pending-request registry's job, not the channel's.
+    """
+
+    async def emit(self, conversation_id: str, event: str, data: Mapping[str, Any]) -> None: ...
+
+
+class InMemoryPackageSource:
+    """Packages held in a dict, keyed by their SHA-256."""
+
+    def __init__(self) -> None:
+        self._packages: dict[str, bytes] = {}
+
+    def add(self, data: bytes) -> str:
+        digest = hashlib.sha256(data).hexdigest()
+        self._packages[digest] = data
+        return digest
+
+    async def get(self, sha256: str) -> bytes:
+        try:
+            return self._packages[sha256]
+        except KeyError:
+            raise ProviderLoadError(f"no skill package with sha256 {sha256}") from None
+
+
+@dataclass(frozen=True)
+class FrontendMessage:
+    conversation_id: str
+    event: str
+    data: Mapping[str, Any]
+
+
+class InMemoryFrontendChannel:
+    """Records every emitted event; `wait_for` lets a test await one without sleeping."""
+
+    def __init__(self) -> None:
+        self.messages: list[FrontendMessage] = []
+        self._changed = asyncio.Condition()
+
+    async def emit(self, conversation_id: str, event: str, data: Mapping[str, Any]) -> None:
+        async with self._changed:
+            self.messages.append(FrontendMessage(conversation_id, event, dict(data)))
+            self._changed.notify_all()
+
+    async def wait_for(self, event: str, *, count: int = 1) -> FrontendMessage:
+        """Return the `count`-th message named `event`, waiting for it (wrap in a timeout)."""
+
+        def matching() -> list[FrontendMessage]:
+            return [m for m in self.messages if m.event == event]
+
+        async with self._changed:
+            await self._changed.wait_for(lambda: len(matching()) >= count)
+            return matching()[count - 1]

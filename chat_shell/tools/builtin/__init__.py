@@ -1,0 +1,1 @@
+"""Tools every turn may have regardless of skills."""
