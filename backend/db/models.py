@@ -14,6 +14,7 @@ from sqlalchemy import (
     LargeBinary,
     MetaData,
     String,
+    Text,
     UniqueConstraint,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
@@ -95,4 +96,54 @@ class SkillBinary(Base):
     binary_data: Mapped[bytes] = mapped_column(LargeBinary)
     file_size: Mapped[int] = mapped_column(BigInteger)
     file_hash: Mapped[str] = mapped_column(String(64), index=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class Secret(Base):
+    """A user's named secret, Fernet-encrypted at rest; feeds `${{secrets.NAME}}`."""
+
+    __tablename__ = "secrets"
+    __table_args__ = (UniqueConstraint("user_id", "name"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(String(128))
+    value_encrypted: Mapped[bytes] = mapped_column(LargeBinary)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
+
+
+class Conversation(Base):
+    __tablename__ = "conversations"
+    __table_args__ = (Index("ix_conversations_user_id_updated_at", "user_id", "updated_at"),)
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)  # uuid4: not enumerable
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    ghost: Mapped[str] = mapped_column(String(140))  # "ns/name" or "public/name"
+    title: Mapped[str] = mapped_column(String(200))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
+
+
+class Message(Base):
+    """One chat message. An assistant message names the user message it answers (`reply_to`,
+    unique), so a turn retried after a worker died cannot store a second answer."""
+
+    __tablename__ = "messages"
+    __table_args__ = (Index("ix_messages_conversation_id_id", "conversation_id", "id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    conversation_id: Mapped[str] = mapped_column(
+        ForeignKey("conversations.id", ondelete="CASCADE")
+    )
+    role: Mapped[str] = mapped_column(String(16))  # user | assistant
+    content: Mapped[str] = mapped_column(Text)
+    status: Mapped[str] = mapped_column(String(16), default="ok")  # ok | error | cancelled
+    reply_to: Mapped[int | None] = mapped_column(
+        ForeignKey("messages.id", ondelete="CASCADE"), unique=True, nullable=True
+    )
+    tool_calls: Mapped[list[Any]] = mapped_column(JSONType, default=list)
+    loaded_skills: Mapped[list[Any]] = mapped_column(JSONType, default=list)
+    usage: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
+    error: Mapped[dict[str, Any] | None] = mapped_column(JSONType, nullable=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

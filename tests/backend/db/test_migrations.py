@@ -6,10 +6,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from alembic.script import ScriptDirectory
 from sqlalchemy import create_engine, text
 
 from backend.db.engine import sync_url
-from backend.db.migrate import schema_differences, upgrade
+from backend.db.migrate import alembic_config, schema_differences, upgrade
 from backend.db.models import SYSTEM_USER_ID
 from tests.support import services
 
@@ -40,7 +41,8 @@ def test_empty_database_upgrades_to_head_without_drift(empty_database: str) -> N
     assert schema_differences(empty_database)  # an empty database differs from the models
     upgrade(empty_database)
     assert schema_differences(empty_database) == []
-    assert _scalar(empty_database, "SELECT version_num FROM alembic_version") == "0001"
+    head = ScriptDirectory.from_config(alembic_config(empty_database)).get_current_head()
+    assert _scalar(empty_database, "SELECT version_num FROM alembic_version") == head
 
 
 def test_upgrade_is_idempotent_and_seeds_the_system_user(empty_database: str) -> None:

@@ -1,0 +1,133 @@
+"""Read an uploaded skill archive from the request body, refusing oversize bodies while streaming.
+
+Accepts `multipart/form-data` (field `file`) or a raw `application/zip` body. The archive is
+held in memory only up to the configured cap; a larger body is refused with 413 as soon as the
+cap is crossed, without reading the rest.
+"""
+
+from __future__ import annotations
+
+from fastapi import Request
+from python_multipart.multipart import MultipartParser, parse_options_header
+
+from backend.errors import InvalidRequest, PayloadTooLarge
+
+FILE_FIELD = "file"
+# Room for multipart boundaries, part headers and small fields around the archive itself.
+MULTIPART_OVERHEAD = 64 * 1024
+RAW_TYPES = {b"application/zip", b"application/octet-stream", b"application/x-zip-compressed"}
+
+
+def _too_large(limit: int) -> PayloadTooLarge:
+    return PayloadTooLarge(
+        f"the archive exceeds the {limit} byte limit",
+        code="archive_too_large",
+        details={"limit_bytes": limit},
+    )
+
+
+class _MultipartFile:
+    """Collects the bytes of one named part; counts them as they arrive."""
+
+    def __init__(self, boundary: bytes, limit: int) -> None:
+        self.limit = limit
+        self.data = bytearray()
+        self.found = False
+        self._in_file = False
+        self._header_field = bytearray()
+        self._header_value = bytearray()
+        self._disposition = b""
+        self.parser = MultipartParser(
+            boundary,
+            {
+                "on_part_begin": self._part_begin,
+                "on_header_field": lambda d, s, e: self._header_field.extend(d[s:e]),
+                "on_header_value": lambda d, s, e: self._header_value.extend(d[s:e]),
+                "on_header_end": self._header_end,
+                "on_headers_finished": self._headers_finished,
+                "on_part_data": self._part_data,
+            },
+            max_header_count=16,
+        )
+
+    def _part_begin(self) -> None:
+        self._in_file = False
+        self._disposition = b""
+
+    def _header_end(self) -> None:
+        if bytes(self._header_field).lower() == b"content-disposition":
+            self._disposition = bytes(self._header_value)
+        self._header_field.clear()
+        self._header_value.clear()
+
+    def _headers_finished(self) -> None:
+        _, options = parse_options_header(self._disposition)
+        self._in_file = options.get(b"name") == FILE_FIELD.encode() and not self.found
+        self.found = self.found or self._in_file
+
+    def _part_data(self, data: bytes, start: int, end: int) -> None:
+        if self._in_file:
+            self.data.extend(data[start:end])
+            if len(self.data) > self.limit:
+                raise _too_large(self.limit)
+
+
+async def read_archive(request: Request, limit: int) -> bytes:
+    content_type, options = parse_options_header(request.headers.get("content-type", ""))
+    multipart = content_type == b"multipart/form-data"
+    if not multipart and content_type not in RAW_TYPES:
+        raise InvalidRequest(
+            "send the archive as multipart/form-data (field 'file') or as application/zip",
+            code="unsupported_media_type",
+            status_code=415,
+        )
+    body_cap = limit + (MULTIPART_OVERHEAD if multipart else 0)
+    declared = request.headers.get("content-length")
+    if declared and declared.isdigit() and int(declared) > body_cap:
+        raise _too_large(limit)  # refused before reading a byte
+
+    received = 0
+    collector = _MultipartFile(options.get(b"boundary", b""), limit) if multipart else None
+    raw = bytearray()
+    async for chunk in request.stream():
+        received += len(chunk)
+        if received > body_cap:
+            raise _too_large(limit)
+        if collector is not None:
+            try:
+                collector.parser.write(chunk)
+            except PayloadTooLarge:
+                raise
+            except Exception as exc:  # python-multipart raises its own parse errors
+                raise InvalidRequest(
+                    f"malformed multipart body: {exc}", code="malformed_multipart"
+                ) from exc
+        else:
+            raw.extend(chunk)
+    if collector is None:
+        data = bytes(raw)
+    else:
+        if not collector.found:
+            raise InvalidRequest(f"multipart field '{FILE_FIELD}' is missing", code="file_missing")
+        data = bytes(collector.data)
+    if not data:
+        raise InvalidRequest("the archive is empty", code="not_a_zip")
+    return data
+
+
+# OpenAPI description of the request body (the body is parsed by hand to enforce the cap).
+ARCHIVE_BODY_OPENAPI = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "multipart/form-data": {
+                "schema": {
+                    "type": "object",
+                    "required": [FILE_FIELD],
+                    "properties": {FILE_FIELD: {"type": "string", "format": "binary"}},
+                }
+            },
+            "application/zip": {"schema": {"type": "string", "format": "binary"}},
+        },
+    }
+}

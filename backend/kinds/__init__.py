@@ -1,0 +1,1 @@
+"""Storage of Kubernetes-shaped CRDs in the `kinds` table (shared by Skills and Ghosts)."""
