@@ -1,0 +1,75 @@
+"""What every Skillhive CRD shares: the camelCase wire style, the name rule and `metadata`.
+
+CRDs are Kubernetes-shaped (DESIGN.md §4): `{apiVersion, kind, metadata, spec, status}`.
+Skill and Ghost both build on `CamelModel` and `ObjectMeta` from here.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Annotated, Final
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+API_VERSION: Final = "skillhive.io/v1"
+
+MAX_NAME_LENGTH = 64
+NAME_PATTERN = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+_NAME_CHARS = re.compile(r"[a-z0-9-]*")
+
+
+def name_problem(name: str) -> str | None:
+    """Which part of the name rule `name` breaks (a sentence fragment), or None if it is valid.
+
+    The rule is `^[a-z0-9]+(-[a-z0-9]+)*$`, at most 64 characters: the Agent Skills name rule
+    restricted to ASCII, so names are safe in URLs, paths and prompts as they are.
+    """
+    if not name:
+        return "must not be empty"
+    if len(name) > MAX_NAME_LENGTH:
+        return f"must be at most {MAX_NAME_LENGTH} characters (it has {len(name)})"
+    if name != name.lower():
+        return "must be lowercase"
+    if not _NAME_CHARS.fullmatch(name):
+        bad = sorted({c for c in name if not _NAME_CHARS.fullmatch(c)})
+        return f"may contain only a-z, 0-9 and '-' (found {', '.join(map(repr, bad))})"
+    if name.startswith("-") or name.endswith("-"):
+        return "must not start or end with '-'"
+    if "--" in name:
+        return "must not contain consecutive hyphens"
+    assert NAME_PATTERN.fullmatch(name)  # the checks above spell out the pattern
+    return None
+
+
+def _valid_name(name: str) -> str:
+    problem = name_problem(name)
+    if problem is not None:
+        raise ValueError(f"name {name!r} {problem}")
+    return name
+
+
+ResourceName = Annotated[str, AfterValidator(_valid_name)]
+
+
+class CamelModel(BaseModel):
+    """Wire models: snake_case in Python, camelCase in JSON, unknown keys refused."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        validate_by_name=True,
+        validate_by_alias=True,
+        serialize_by_alias=True,
+        extra="forbid",
+    )
+
+
+class ObjectMeta(CamelModel):
+    """`metadata` of a CRD; `resourceVersion` is the row's integer version (If-Match uses it)."""
+
+    name: ResourceName
+    namespace: ResourceName = "default"
+    labels: dict[str, str] = Field(default_factory=dict)
+    resource_version: int | None = None
+    creation_timestamp: datetime | None = None

@@ -1,0 +1,63 @@
+"""Why a skill package was refused: one stable code per rule (DESIGN.md §6).
+
+Every refusal is a `PackageError` whose `details["entry"]` names the offending archive entry
+when there is one. Status: 413 for an archive over the size cap, 404 for a file that is not in
+the package, 422 for everything else (the bytes arrived fine; their content breaks a rule).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from backend.errors import SkillhiveError
+
+
+class ErrorCode(StrEnum):
+    # archive safety (backend/skills/archive.py)
+    ARCHIVE_TOO_LARGE = "archive_too_large"
+    NOT_A_ZIP = "not_a_zip"
+    TOO_MANY_ENTRIES = "too_many_entries"
+    UNCOMPRESSED_TOO_LARGE = "uncompressed_too_large"
+    COMPRESSION_RATIO_EXCEEDED = "compression_ratio_exceeded"
+    UNSAFE_PATH = "unsafe_path"
+    SYMLINK_ENTRY = "symlink_entry"
+    NON_REGULAR_ENTRY = "non_regular_entry"
+    DUPLICATE_ENTRY = "duplicate_entry"
+    ENCRYPTED_ENTRY = "encrypted_entry"
+    UNSUPPORTED_COMPRESSION = "unsupported_compression"
+    CORRUPT_ENTRY = "corrupt_entry"
+    # package layout (backend/skills/package.py)
+    SKILL_MD_MISSING = "skill_md_missing"
+    AMBIGUOUS_ROOT = "ambiguous_root"
+    SKILL_MD_TOO_LARGE = "skill_md_too_large"
+    FILE_NOT_FOUND = "file_not_found"
+    # SKILL.md content (backend/skills/frontmatter.py, fields.py)
+    INVALID_UTF8 = "invalid_utf8"
+    INVALID_FRONTMATTER = "invalid_frontmatter"
+    FRONTMATTER_TOO_LARGE = "frontmatter_too_large"
+    FRONTMATTER_TOO_COMPLEX = "frontmatter_too_complex"
+    YAML_ERROR = "yaml_error"
+    MISSING_FIELD = "missing_field"
+    INVALID_FIELD = "invalid_field"
+    INVALID_NAME = "invalid_name"
+    # lint (backend/skills/lint.py)
+    STRICT_WARNINGS = "strict_warnings"
+
+
+_STATUS = {ErrorCode.ARCHIVE_TOO_LARGE: 413, ErrorCode.FILE_NOT_FOUND: 404}
+
+
+class PackageError(SkillhiveError):
+    """A skill package (or a file asked from it) was refused; nothing about it may be stored."""
+
+    status_code = 422
+
+    def __init__(
+        self, code: ErrorCode, message: str, *, entry: str | None = None, **details: Any
+    ) -> None:
+        if entry is not None:
+            details = {"entry": entry, **details}
+        super().__init__(
+            message, code=code.value, status_code=_STATUS.get(code, 422), details=details
+        )

@@ -1,0 +1,51 @@
+"""Zipping a skill folder the same way every time (CLI push, built-in skills sync).
+
+Same content gives the same bytes, so the SHA-256 tells whether a built-in skill changed:
+entries are sorted, timestamps fixed, and modes normalized the way git stores them (0o755 if
+any execute bit is set, else 0o644) so a checkout's umask does not change the hash. The folder
+name is the archive's top-level folder, which names the skill if its frontmatter does not.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import stat
+import zipfile
+from pathlib import Path
+
+from backend.skills.errors import ErrorCode, PackageError
+
+_EPOCH = (1980, 1, 1, 0, 0, 0)  # the earliest time a ZIP can store
+_SKIPPED_DIRS = frozenset({"__pycache__"})
+
+
+def zip_folder(folder: Path) -> bytes:
+    """A deterministic ZIP of `folder` without dot-files and `__pycache__`; symlinks refuse."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED, compresslevel=6) as zf:
+        for path in _files(folder):
+            mode = path.lstat().st_mode
+            info = zipfile.ZipInfo(f"{folder.name}/{path.relative_to(folder).as_posix()}", _EPOCH)
+            info.create_system = 3  # Unix, wherever this runs: external_attr holds a Unix mode
+            info.external_attr = (stat.S_IFREG | _git_mode(mode)) << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            zf.writestr(info, path.read_bytes())
+    return buf.getvalue()
+
+
+def _files(folder: Path) -> list[Path]:
+    found = []
+    for dirpath, dirnames, filenames in os.walk(folder):
+        base = Path(dirpath)
+        dirnames[:] = [d for d in dirnames if not d.startswith(".") and d not in _SKIPPED_DIRS]
+        for name in [*dirnames, *filenames]:
+            if (base / name).is_symlink():
+                entry = (base / name).relative_to(folder).as_posix()
+                raise PackageError(ErrorCode.SYMLINK_ENTRY, f"{entry!r} is a symlink", entry=entry)
+        found += [base / f for f in filenames if not f.startswith(".")]
+    return sorted(found, key=lambda p: p.relative_to(folder).as_posix())
+
+
+def _git_mode(mode: int) -> int:
+    return 0o755 if mode & 0o111 else 0o644

@@ -1,0 +1,167 @@
+"""YAML for hostile input: bounded in time, memory and in the size of the JSON it becomes.
+
+`yaml.safe_load` builds nothing dangerous, but it shares aliased nodes, so a few hundred bytes
+("billion laughs") become a value whose JSON is gigabytes, and deep nesting overflows the
+stack. This loader:
+
+- composes the node graph with a depth cap (the composer recurses once per level);
+- measures the graph *as if aliases were expanded* (memoized, so in time linear in the nodes)
+  and refuses it when that exceeds the budget, or when an alias makes it cyclic;
+- constructs only JSON types: timestamps stay strings, non-finite floats stay their text,
+  mapping keys become strings, and any other tag (`!!binary`, `!!set`, `!python/...`) fails.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+from yaml.constructor import SafeConstructor
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+MAX_DEPTH = 32
+_TIMESTAMP = "tag:yaml.org,2002:timestamp"
+_JSON_TAGS = ("null", "bool", "int", "float", "str", "seq", "map")
+_TEXT_TAGS = {"tag:yaml.org,2002:str", "tag:yaml.org,2002:null"}
+
+
+class YamlError(Exception):
+    """Invalid YAML; `line` is 1-based within the loaded text when known."""
+
+    def __init__(self, message: str, line: int | None = None, *, too_complex: bool = False):
+        super().__init__(message)
+        self.line = line
+        self.too_complex = too_complex
+
+
+@dataclass(frozen=True)
+class LoadedYaml:
+    value: Any
+    # Top-level scalars YAML typed as numbers or booleans, as written (`version: 1.10`).
+    raw_scalars: dict[str, str]
+
+
+def _construct_float(loader: SafeConstructor, node: ScalarNode) -> float | str:
+    value = loader.construct_yaml_float(node)
+    return value if math.isfinite(value) else str(node.value)
+
+
+def _key_text(key: object) -> str:
+    if isinstance(key, bool) or key is None:
+        return {True: "true", False: "false", None: "null"}[key]
+    return str(key)
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    yaml_implicit_resolvers = {
+        first: [(tag, regexp) for tag, regexp in resolvers if tag != _TIMESTAMP]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    }
+    yaml_constructors = {
+        **{
+            f"tag:yaml.org,2002:{t}": yaml.SafeLoader.yaml_constructors[f"tag:yaml.org,2002:{t}"]
+            for t in _JSON_TAGS
+        },
+        "tag:yaml.org,2002:float": _construct_float,
+        None: SafeConstructor.construct_undefined,
+    }
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self._depth = 0
+
+    def compose_node(self, parent: Node | None, index: int) -> Node | None:
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                line = self.peek_event().start_mark.line + 1  # type: ignore[no-untyped-call]
+                raise YamlError(f"nested deeper than {MAX_DEPTH} levels", line, too_complex=True)
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def construct_mapping(self, node: MappingNode, deep: bool = False) -> dict[Any, Any]:
+        mapping = super().construct_mapping(node, deep=deep)
+        return {_key_text(k) if not isinstance(k, str) else k: v for k, v in mapping.items()}
+
+
+def load_yaml(text: str, *, max_expanded: int) -> LoadedYaml:
+    """Load one YAML document; its alias-expanded size must stay within `max_expanded`."""
+    loader = _BoundedLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return LoadedYaml(None, {})
+        _Expansion(max_expanded).measure(node, 1)
+        raw = _raw_scalars(node)
+        return LoadedYaml(loader.construct_document(node), raw)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark is not None else None
+        raise YamlError(exc.problem or exc.context or "invalid YAML", line) from exc
+    except yaml.YAMLError as exc:
+        raise YamlError(str(exc)) from exc
+    finally:
+        loader.dispose()
+
+
+def _raw_scalars(node: Node) -> dict[str, str]:
+    if not isinstance(node, MappingNode):
+        return {}
+    return {
+        str(k.value): str(v.value)
+        for k, v in node.value
+        if isinstance(k, ScalarNode) and isinstance(v, ScalarNode) and v.tag not in _TEXT_TAGS
+    }
+
+
+class _Expansion:
+    """Size of the node graph with every alias expanded, roughly its length as JSON."""
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self.memo: dict[int, tuple[int, int] | None] = {}  # id -> (size, height); None = open
+
+    def measure(self, node: Node, depth: int) -> tuple[int, int]:
+        if depth > MAX_DEPTH:
+            raise YamlError(f"nested deeper than {MAX_DEPTH} levels", None, too_complex=True)
+        key = id(node)
+        if key in self.memo:
+            known = self.memo[key]
+            if known is None:
+                raise YamlError("recursive alias", node.start_mark.line + 1, too_complex=True)
+            size, height = known
+        else:
+            self.memo[key] = None
+            size, height = self._measure_children(node, depth)
+            self.memo[key] = (size, height)
+        if depth + height > MAX_DEPTH:
+            raise YamlError(
+                f"nested deeper than {MAX_DEPTH} levels once aliases are expanded",
+                node.start_mark.line + 1,
+                too_complex=True,
+            )
+        return size, height
+
+    def _measure_children(self, node: Node, depth: int) -> tuple[int, int]:
+        if isinstance(node, ScalarNode):
+            return len(node.value) + 2, 0
+        children: list[Node] = []
+        if isinstance(node, SequenceNode):
+            children = node.value
+        elif isinstance(node, MappingNode):
+            children = [n for pair in node.value for n in pair]
+        size, height = 2, 0
+        for child in children:
+            child_size, child_height = self.measure(child, depth + 1)
+            size += child_size
+            height = max(height, child_height + 1)
+            if size > self.budget:
+                raise YamlError(
+                    f"expands to more than {self.budget} bytes (aliases count once per use)",
+                    node.start_mark.line + 1,
+                    too_complex=True,
+                )
+        return size, height
