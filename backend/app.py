@@ -12,11 +12,12 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from backend.api.access_log import AccessLogMiddleware
 from backend.api.errors import install_error_handlers
-from backend.api.routes import health, me, tokens, users
+from backend.api.routes import health, me, secrets, tokens, users
 from backend.auth import service as auth_service
 from backend.auth.tokens import MIN_BOOTSTRAP_TOKEN_LENGTH
 from backend.config import Settings, get_settings, unknown_env_variables
 from backend.db.engine import create_engine, create_sessionmaker
+from backend.secrets.cipher import load_cipher
 
 log = logging.getLogger("skillhive")
 
@@ -46,7 +47,7 @@ async def bootstrap_admin(
 
 def _api_router() -> APIRouter:
     api = APIRouter(prefix=API_PREFIX)
-    for module in (me, tokens, users):
+    for module in (me, tokens, users, secrets):
         api.include_router(module.router)
     return api
 
@@ -58,6 +59,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         for name in unknown_env_variables():
             log.warning("unknown setting %s ignored (see docs/configuration.md)", name)
+        app.state.cipher = load_cipher(settings)  # refuses to start without a key in production
         engine: AsyncEngine = create_engine(
             settings.effective_database_url, pool_size=settings.database_pool_size
         )

@@ -1,0 +1,1 @@
+"""User secrets: encrypted at rest, never returned, logged or echoed."""
