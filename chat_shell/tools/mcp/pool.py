@@ -58,6 +58,9 @@ class McpSessionPool:
         self._failed: dict[str, McpServerConfig] = {}
         self._failures: list[McpFailure] = []
         self._closed = False
+        # Parallel load_skill calls may bring the same server: serialize so the second
+        # caller sees the first one's session (connected or failed) instead of racing it.
+        self._connecting = asyncio.Lock()
         self.sessions_opened = 0
 
     async def __aenter__(self) -> Self:
@@ -95,10 +98,20 @@ class McpSessionPool:
         same config is not retried this turn; a connected name asked for with a different
         config is a `mcp_server_conflict` failure (the live session is kept).
         """
+        async with self._connecting:
+            return await self._connect(servers, context, reserved_names)
+
+    async def _connect(
+        self,
+        servers: Mapping[str, McpServerConfig],
+        context: Mapping[str, Any],
+        reserved_names: Collection[str],
+    ) -> tuple[list[BaseTool], list[McpFailure]]:
         if self._closed:
             raise McpError("the MCP session pool is closed", code="mcp_pool_closed")
         failures: list[McpFailure] = []
         started: list[ServerSession] = []
+        conflicts: set[str] = set()
         for name, config in servers.items():
             if self._failed.get(name) == config:
                 continue
@@ -123,6 +136,7 @@ class McpSessionPool:
                 message = f"MCP server {name!r} is already connected with another config"
                 failures.append(McpFailure(name, SERVER_CONFLICT, message))
                 self._failures.append(failures[-1])
+                conflicts.add(name)
 
         outcomes = await asyncio.gather(
             *(s.wait_ready(s.config.timeout or self._connect_timeout_s) for s in started)
@@ -136,7 +150,12 @@ class McpSessionPool:
             failures.append(self._fail(session.name, servers[session.name], *outcome))
         self._name_tools(connected, reserved_names)
 
-        tools = [t for name in servers if name in self._tools for t in self._tools[name]]
+        tools = [
+            tool
+            for name in servers
+            if name in self._tools and name not in conflicts
+            for tool in self._tools[name]
+        ]
         return tools, failures
 
     def _fail(self, name: str, config: McpServerConfig, code: str, message: str) -> McpFailure:

@@ -14,12 +14,14 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterable
 
+import anyio
 from langchain_core.tools import BaseTool
 from langchain_mcp_adapters.client import MultiServerMCPClient
 from langchain_mcp_adapters.interceptors import MCPToolCallRequest, MCPToolCallResult
 from langchain_mcp_adapters.sessions import Connection
 from langchain_mcp_adapters.tools import load_mcp_tools
-from mcp.types import AudioContent, CallToolResult, TextContent
+from mcp.shared.exceptions import McpError
+from mcp.types import CONNECTION_CLOSED, AudioContent, CallToolResult, TextContent
 
 from chat_shell.tools.mcp.config import McpServerConfig
 from chat_shell.tools.mcp.errors import (
@@ -65,6 +67,12 @@ def to_connection(config: McpServerConfig) -> Connection:
     if config.transport == "sse":
         return {"transport": "sse", "url": config.url, "headers": dict(config.headers)}
     return {"transport": "streamable_http", "url": config.url, "headers": dict(config.headers)}
+
+
+def _is_connection_lost(exc: Exception) -> bool:
+    if isinstance(exc, McpError):
+        return exc.error.code == CONNECTION_CLOSED
+    return isinstance(exc, anyio.ClosedResourceError | anyio.BrokenResourceError)
 
 
 def _error_result(code: str, message: str) -> CallToolResult:
@@ -119,7 +127,7 @@ class ServerSession:
                 )
                 self._ready.set_result(None)
                 await self._stop.wait()
-            self._ended = "the session is closed"
+            self._ended = self._ended or "the session is closed"
         except Exception as exc:
             self._ended = redact(describe(exc), self._secrets)
             if self._ready.done():
@@ -157,7 +165,7 @@ class ServerSession:
         self._runner.cancel()
 
     async def _intercept(self, request: MCPToolCallRequest, handler: _Handler) -> MCPToolCallResult:
-        if self._runner.done():
+        if self._stop.is_set() or self._runner.done():
             return _error_result(SERVER_DISCONNECTED, self._disconnected())
 
         async def run_call() -> MCPToolCallResult:
@@ -181,6 +189,12 @@ class ServerSession:
                 return _convertible(call.result())
             except Exception as exc:
                 message = redact(describe(exc), self._secrets)
+                if _is_connection_lost(exc):
+                    # The transport is gone (a stdio server died): close it, fail fast from now.
+                    self._ended = f"connection lost during {request.name}: {message}"
+                    self._stop.set()
+                    logger.warning("MCP server %r disconnected: %s", self.name, self._ended)
+                    return _error_result(SERVER_DISCONNECTED, self._disconnected())
                 return _error_result(TOOL_FAILED, f"{request.name} failed: {message}")
         if self._runner in done:
             return _error_result(SERVER_DISCONNECTED, self._disconnected())
