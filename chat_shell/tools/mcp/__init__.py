@@ -1,10 +1,23 @@
-"""MCP tools for a turn: server configs, placeholder substitution, and the per-turn session pool.
+"""MCP tools for a turn: server configs, placeholder substitution, the per-turn session pool.
 
 Typical use by the agent::
 
     servers = merge_mcp_servers(global_servers, ghost_servers, skill_servers)
     async with McpSessionPool(connect_timeout_s=30, call_timeout_s=60) as pool:
-        tools, failures = await pool.connect(servers, context)
+        tools, failures = await pool.connect(servers, context)   # failures -> events
+        ...  # a skill loaded mid-turn: more_tools, more_failures = await pool.connect(...)
+
+Rules:
+
+- Configuration problems raise `McpError` subclasses with stable codes (`mcp_config_invalid`,
+  `mcp_stdio_forbidden`, `mcp_placeholder_invalid`, `mcp_placeholder_unresolved`); the backend
+  calls `parse_mcp_servers`, `check_stdio_allowed` and `validate_placeholders` on write.
+- In a turn nothing raises: a server that cannot be used is an `McpFailure` (also for
+  `mcp_connect_failed`, `mcp_connect_timeout`, `mcp_server_conflict`), and a tool call that fails
+  returns an error ToolMessage whose text starts with `[mcp_tool_timeout]`, `[mcp_tool_failed]`
+  or `[mcp_server_disconnected]`. Known secret values are masked in both.
+- Merging replaces whole entries by name (skill > Ghost > global). Tool names clash ->
+  `<server>_<tool>` (see `McpSessionPool`).
 """
 
 from chat_shell.tools.mcp.config import (

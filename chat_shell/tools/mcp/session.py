@@ -127,7 +127,6 @@ class ServerSession:
                 )
                 self._ready.set_result(None)
                 await self._stop.wait()
-            self._ended = self._ended or "the session is closed"
         except Exception as exc:
             self._ended = redact(describe(exc), self._secrets)
             if self._ready.done():
@@ -153,6 +152,7 @@ class ServerSession:
 
     async def close(self, grace_s: float) -> None:
         """Ask the runner to close the session; cancel it if it does not finish in time."""
+        self._ended = self._ended or "the session is closed"
         self._stop.set()
         if grace_s > 0:
             await asyncio.wait({self._runner}, timeout=grace_s)
@@ -182,7 +182,7 @@ class ServerSession:
             if not call.done():
                 call.cancel()
                 await asyncio.wait({call})
-            if not call.cancelled():
+            if call.done() and not call.cancelled():
                 call.exception()  # mark retrieved: a late failure is not an unhandled error
         if call in done:
             try:
