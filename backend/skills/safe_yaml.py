@@ -8,7 +8,7 @@ stack. This loader:
 - measures the graph *as if aliases were expanded* (memoized, so in time linear in the nodes)
   and refuses it when that exceeds the budget, or when an alias makes it cyclic;
 - constructs only JSON types: timestamps stay strings, non-finite floats stay their text,
-  mapping keys become strings, and any other tag (`!!binary`, `!!set`, `!python/...`) fails.
+  mapping keys are strings as written, and any other tag (`!!binary`, `!!set`, `!python/...`) fails.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import yaml
-from yaml.constructor import SafeConstructor
+from yaml.constructor import ConstructorError, SafeConstructor
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 MAX_DEPTH = 32
@@ -46,12 +46,6 @@ class LoadedYaml:
 def _construct_float(loader: SafeConstructor, node: ScalarNode) -> float | str:
     value = loader.construct_yaml_float(node)
     return value if math.isfinite(value) else str(node.value)
-
-
-def _key_text(key: object) -> str:
-    if isinstance(key, bool) or key is None:
-        return {True: "true", False: "false", None: "null"}[key]
-    return str(key)
 
 
 class _BoundedLoader(yaml.SafeLoader):
@@ -83,8 +77,20 @@ class _BoundedLoader(yaml.SafeLoader):
             self._depth -= 1
 
     def construct_mapping(self, node: MappingNode, deep: bool = False) -> dict[Any, Any]:
-        mapping = super().construct_mapping(node, deep=deep)
-        return {_key_text(k) if not isinstance(k, str) else k: v for k, v in mapping.items()}
+        # Keys are taken as written, before YAML types them: `1`, `true` and `1.0` would
+        # otherwise collide (1 == True == 1.0 in a dict) and JSON wants strings anyway.
+        self.flatten_mapping(node)
+        mapping: dict[Any, Any] = {}
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, ScalarNode):
+                raise ConstructorError(
+                    "while constructing a mapping",
+                    node.start_mark,
+                    "found a non-scalar key",
+                    key_node.start_mark,
+                )
+            mapping[str(key_node.value)] = self.construct_object(value_node, deep=deep)
+        return mapping
 
 
 def load_yaml(text: str, *, max_expanded: int) -> LoadedYaml:

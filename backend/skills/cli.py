@@ -1,0 +1,132 @@
+"""`skillhive skills ...`: validate locally, push through the API, sync the built-in skills."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Annotated
+
+import httpx
+import typer
+
+from backend.config import get_settings
+from backend.crd.skill import SkillWarning
+from backend.errors import SkillhiveError
+from backend.skills.folder import zip_folder
+from backend.skills.limits import ArchiveLimits
+from backend.skills.package import SkillPackage, read_package
+
+app = typer.Typer(help="Skill packages: validate, push, sync built-ins.", no_args_is_help=True)
+
+CHUNK = 256 * 1024
+PROGRESS_FROM_BYTES = 1024 * 1024  # show a progress bar for archives larger than this
+
+
+def _archive_bytes(path: Path) -> bytes:
+    if path.is_dir():
+        return zip_folder(path)
+    if path.is_file():
+        return path.read_bytes()
+    typer.echo(f"error: {path} is neither a folder nor a file", err=True)
+    raise typer.Exit(1)
+
+
+def _print_warnings(warnings: list[SkillWarning] | tuple[SkillWarning, ...]) -> None:
+    for w in warnings:
+        typer.echo(f"warning: {w.code}: {w.message}")
+
+
+def _validate(data: bytes, *, strict: bool, public: bool) -> SkillPackage:
+    limits = ArchiveLimits.from_settings(get_settings())
+    try:
+        return read_package(data, limits=limits, strict=strict, public=public)
+    except SkillhiveError as exc:
+        typer.echo(f"error: {exc.code}: {exc.message}", err=True)
+        for key, value in exc.details.items():
+            typer.echo(f"  {key}: {value}", err=True)
+        raise typer.Exit(1) from exc
+
+
+@app.command()
+def validate(
+    path: Annotated[Path, typer.Argument(help="A skill folder or a ZIP archive.")],
+    strict: Annotated[bool, typer.Option(help="Treat every warning as an error.")] = False,
+    public: Annotated[bool, typer.Option(help="Validate as a public (admin) skill.")] = False,
+) -> None:
+    """Check a skill package: errors exit with code 1, warnings are listed."""
+    package = _validate(_archive_bytes(path), strict=strict, public=public)
+    _print_warnings(package.warnings)
+    typer.echo(f"ok: {package.name} ({len(package.files)} files, {package.size} bytes)")
+
+
+def _chunks(data: bytes, label: str) -> Iterator[bytes]:
+    if len(data) < PROGRESS_FROM_BYTES:
+        yield data
+        return
+    with typer.progressbar(length=len(data), label=label) as bar:
+        for start in range(0, len(data), CHUNK):
+            yield data[start : start + CHUNK]
+            bar.update(min(CHUNK, len(data) - start))
+
+
+def _send(client: httpx.Client, method: str, url: str, data: bytes) -> httpx.Response:
+    return client.request(
+        method,
+        url,
+        content=_chunks(data, f"uploading {len(data) // 1024} KiB"),
+        headers={"Content-Type": "application/zip", "Content-Length": str(len(data))},
+    )
+
+
+@app.command()
+def push(
+    path: Annotated[Path, typer.Argument(help="A skill folder (zipped for you) or a ZIP.")],
+    namespace: Annotated[str, typer.Option(help="Target namespace.")] = "default",
+    public: Annotated[bool, typer.Option(help="Publish as a public skill (admins).")] = False,
+    strict: Annotated[bool, typer.Option(help="Refuse the upload on any warning.")] = False,
+) -> None:
+    """Upload (or replace) a skill through the API [SKILLHIVE_URL, SKILLHIVE_TOKEN]."""
+    base = os.environ.get("SKILLHIVE_URL", "http://127.0.0.1:8000").rstrip("/")
+    token = os.environ.get("SKILLHIVE_TOKEN")
+    if not token:
+        typer.echo("error: set SKILLHIVE_TOKEN to an API token", err=True)
+        raise typer.Exit(1)
+    data = _archive_bytes(path)
+    package = _validate(data, strict=strict, public=public)  # fail fast, before uploading
+    collection = "/api/v1/public/skills" if public else f"/api/v1/namespaces/{namespace}/skills"
+    query = "?strict=true" if strict else ""
+    headers = {"Authorization": f"Bearer {token}"}
+    with httpx.Client(base_url=base, headers=headers, timeout=120) as client:
+        response = _send(client, "POST", collection + query, data)
+        if response.status_code == 409:
+            response = _send(client, "PUT", f"{collection}/{package.name}{query}", data)
+    if response.status_code >= 400:
+        error = response.json().get("error", {}) if response.content else {}
+        typer.echo(f"error: {response.status_code} {error.get('code')}: {error.get('message')}")
+        raise typer.Exit(1)
+    crd = response.json()
+    _print_warnings([SkillWarning.model_validate(w) for w in crd["status"]["warnings"]])
+    verb = "created" if response.status_code == 201 else "replaced"
+    version = crd["metadata"]["resourceVersion"]
+    typer.echo(f"{verb} {crd['metadata']['namespace']}/{crd['metadata']['name']} (v{version})")
+
+
+@app.command()
+def sync() -> None:
+    """Upsert the built-in skills (`skills/`) as public skills whose content changed."""
+    from backend.db.engine import create_engine, create_sessionmaker
+    from backend.skills.builtin import sync_builtin_skills
+
+    settings = get_settings()
+
+    async def main() -> None:
+        engine = create_engine(settings.effective_database_url)
+        try:
+            for result in await sync_builtin_skills(create_sessionmaker(engine), settings):
+                typer.echo(f"{result.name}: {result.action}")
+        finally:
+            await engine.dispose()
+
+    asyncio.run(main())
