@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-GATE_TIMEOUT_S = 30.0
+GATE_TIMEOUT_S = 20.0
 
 
 @dataclass
@@ -39,6 +39,7 @@ class Reply:
     chunk_chars: int = 4  # text and tool arguments are streamed in pieces of this size
     status: int = 200  # anything else answers with an OpenAI-style error body
     gate: threading.Event | None = None
+    gate_timed_out: bool = False  # set by the server: nobody opened the gate in time
 
 
 def _pieces(text: str, size: int) -> list[str]:
@@ -121,7 +122,7 @@ class FakeOpenAIServer:
                     self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
                     self.wfile.flush()
                     if i == 1 and reply.gate is not None:  # right after the first text delta
-                        reply.gate.wait(GATE_TIMEOUT_S)
+                        reply.gate_timed_out = not reply.gate.wait(GATE_TIMEOUT_S)
                 self.wfile.write(b"data: [DONE]\n\n")
                 self.wfile.flush()
 

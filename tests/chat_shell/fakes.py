@@ -51,7 +51,9 @@ class RecordedCall:
 class FakeToolChatModel(LocalToolChatModel):
     """Replies from a script (messages or functions of the input) and records every call."""
 
-    script: list[Step] = Field(default_factory=list)
+    script: list[Any] = Field(
+        default_factory=list
+    )  # Steps; unvalidated: pydantic mangles callables
     calls: list[RecordedCall] = Field(default_factory=list)
 
     def reply(self, messages: list[BaseMessage], tools: ToolSchemas) -> AIMessage:
