@@ -154,7 +154,8 @@ class ServerSession:
         """Ask the runner to close the session; cancel it if it does not finish in time."""
         self._ended = self._ended or "the session is closed"
         self._stop.set()
-        if grace_s > 0:
+        # Still handshaking: it would not notice the stop; there is nothing to close politely.
+        if grace_s > 0 and self._ready.done():
             await asyncio.wait({self._runner}, timeout=grace_s)
         if not self._runner.done():
             self._runner.cancel()
