@@ -12,12 +12,13 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from backend.api.access_log import AccessLogMiddleware
 from backend.api.errors import install_error_handlers
-from backend.api.routes import health, me, secrets, tokens, users
+from backend.api.routes import health, me, secrets, skills, tokens, users
 from backend.auth import service as auth_service
 from backend.auth.tokens import MIN_BOOTSTRAP_TOKEN_LENGTH
 from backend.config import Settings, get_settings, unknown_env_variables
 from backend.db.engine import create_engine, create_sessionmaker
 from backend.secrets.cipher import load_cipher
+from backend.skills.builtin import sync_builtin_skills
 
 log = logging.getLogger("skillhive")
 
@@ -49,6 +50,8 @@ def _api_router() -> APIRouter:
     api = APIRouter(prefix=API_PREFIX)
     for module in (me, tokens, users, secrets):
         api.include_router(module.router)
+    api.include_router(skills.namespaced)
+    api.include_router(skills.public)
     return api
 
 
@@ -70,6 +73,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         )
         try:
             await bootstrap_admin(settings, app.state.sessionmaker)
+            await sync_builtin_skills(app.state.sessionmaker, settings)
             yield
         finally:
             if app.state.redis is not None:

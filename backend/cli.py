@@ -14,6 +14,7 @@ from backend.config import get_settings
 from backend.db.engine import create_engine, create_sessionmaker
 from backend.errors import SkillhiveError
 from backend.logging_config import configure_logging, logging_dict
+from backend.skills import cli as skills_cli
 
 app = typer.Typer(
     help="Skillhive: a backend for AI agents that learn skills on demand.",
@@ -22,6 +23,7 @@ app = typer.Typer(
 )
 admin_app = typer.Typer(help="Administration: users and tokens.", no_args_is_help=True)
 app.add_typer(admin_app, name="admin")
+app.add_typer(skills_cli.app, name="skills")
 
 T = TypeVar("T")
 

@@ -60,6 +60,9 @@ class Settings(BaseSettings):
         1 * MiB, ge=0, description="The ratio cap applies to entries larger than this."
     )
     max_skill_md_bytes: int = Field(1 * MiB, ge=1, description="SKILL.md size cap.")
+    builtin_skills_dir: Path | None = Field(
+        None, description="Folder of built-in public skills; unset: `skills/` of the install."
+    )
 
     # --- chat ----------------------------------------------------------------------------
     model: str = Field(

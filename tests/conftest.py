@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,12 +27,13 @@ def services_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def postgres_admin_url(services_dir: Path) -> Iterator[str]:
-    url, handle = services.start_postgres(services_dir)
+def postgres_admin_url() -> Iterator[str]:
+    url, handle = services.start_postgres()
     services.prepare_postgres_template(url)
     yield url
     if handle is not None:
         handle.cleanup()  # stop and delete now, not in an atexit hook after logging closed
+        shutil.rmtree(handle.pgdata.parent, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

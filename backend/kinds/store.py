@@ -23,6 +23,10 @@ from backend.kinds import cursor
 MAX_PAGE = 500
 
 
+class NotFoundError(NotFound):
+    """A CRD that is not there (or not the caller's)."""
+
+
 @dataclass(frozen=True)
 class Scope:
     """Whose objects, in which namespace: every query is filtered by one or more scopes."""
@@ -55,7 +59,7 @@ async def get(session: AsyncSession, kind: str, scope: Scope, name: str) -> Kind
         )
     )
     if row is None:  # someone else's object is indistinguishable from none (DESIGN.md §5)
-        raise NotFound(f"{kind} {name!r} not found", code=f"{kind.lower()}_not_found")
+        raise NotFoundError(f"{kind} {name!r} not found", code=f"{kind.lower()}_not_found")
     return row
 
 

@@ -83,7 +83,7 @@ async def replace(
     if package.name != name:
         raise InvalidRequest(
             f"the package is named {package.name!r}; PUT replaces {name!r} only",
-            code="name_mismatch",
+            code="package_name_mismatch",
             details={"expected": name, "found": package.name},
         )
     old = row.json

