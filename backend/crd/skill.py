@@ -67,7 +67,7 @@ class McpServer(CamelModel):
     command: Text | None = None
     args: list[Text] | None = None
     headers: dict[str, Text] | None = None
-    timeout: int | float | None = None
+    timeout: float | None = None  # seconds
 
     @model_validator(mode="after")
     def _needs_an_endpoint(self) -> McpServer:
