@@ -1,8 +1,9 @@
-"""Local chat models that need no network: a streaming, tool-calling base and the offline model.
+"""Local chat models that need no network: a streaming, tool-calling base and two models.
 
 `LocalToolChatModel` turns whatever reply a subclass decides into a real token stream (text split
 at whitespace, tool calls as tool-call chunks, usage on the last chunk), natively async so no
-thread hop per chunk. The offline model (embedded default, demos) and the test fakes build on it.
+thread hop per chunk. On it: `ScriptedChatModel` (tests, benchmarks) and `OfflineChatModel`
+(the embedded default and demos).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import json
 import re
 from abc import abstractmethod
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
@@ -28,6 +30,7 @@ from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResu
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
+from pydantic import Field
 
 from chat_shell.skills.prompt import LOAD_SKILL_TOOL, parse_catalog, parse_loaded_names
 
@@ -137,6 +140,55 @@ class LocalToolChatModel(BaseChatModel):
         **kwargs: Any,
     ) -> ChatResult:
         return self._generate(messages, stop, None, **kwargs)
+
+
+@dataclass
+class RecordedCall:
+    """What one model call really received."""
+
+    messages: list[BaseMessage]
+    tools: ToolSchemas
+
+    @property
+    def system(self) -> str:
+        return next((m.text for m in self.messages if isinstance(m, SystemMessage)), "")
+
+    @property
+    def tool_names(self) -> list[str]:
+        return [t["function"]["name"] for t in self.tools]
+
+    def tool_schema(self, name: str) -> dict[str, Any]:
+        schema: dict[str, Any] = next(
+            t["function"] for t in self.tools if t["function"]["name"] == name
+        )
+        return schema
+
+
+Step = AIMessage | Callable[[list[BaseMessage]], AIMessage]
+
+
+class ScriptedChatModel(LocalToolChatModel):
+    """Replies from a script (messages, or functions of the input) and records every call.
+
+    For tests, benchmarks and demos. With `cycle`, the script repeats forever.
+    """
+
+    script: list[Any] = Field(
+        default_factory=list
+    )  # Steps; unvalidated, pydantic mangles callables
+    cycle: bool = False
+    calls: list[RecordedCall] = Field(default_factory=list)
+    record: bool = True
+
+    def reply(self, messages: list[BaseMessage], tools: ToolSchemas) -> AIMessage:
+        if self.record:
+            self.calls.append(RecordedCall(list(messages), tools))
+        if not self.script:
+            raise AssertionError("the scripted model's script is exhausted")
+        step: Step = self.script.pop(0)
+        if self.cycle:
+            self.script.append(step)
+        return step(messages) if callable(step) else step
 
 
 _STOPWORDS = frozenset(

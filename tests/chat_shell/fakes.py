@@ -5,13 +5,11 @@ from __future__ import annotations
 import io
 import itertools
 import zipfile
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
-from pydantic import Field
+from langchain_core.messages import AIMessage
 
 from chat_shell.agent import run_turn
 from chat_shell.contracts import (
@@ -21,47 +19,14 @@ from chat_shell.contracts import (
     SkillSpec,
     TurnRequest,
 )
-from chat_shell.offline import LocalToolChatModel, ToolSchemas
+from chat_shell.offline import ScriptedChatModel
 from chat_shell.ports import InMemoryFrontendChannel, InMemoryPackageSource, PackageSource
 from chat_shell.skills.registry import ProviderRegistry
 
-Step = AIMessage | Callable[[list[BaseMessage]], AIMessage]
 _ids = itertools.count()
 
 
-@dataclass
-class RecordedCall:
-    """What one model call really received."""
-
-    messages: list[BaseMessage]
-    tools: ToolSchemas
-
-    @property
-    def system(self) -> str:
-        return next((m.text for m in self.messages if isinstance(m, SystemMessage)), "")
-
-    @property
-    def tool_names(self) -> list[str]:
-        return [t["function"]["name"] for t in self.tools]
-
-    def tool_schema(self, name: str) -> dict[str, Any]:
-        return next(t["function"] for t in self.tools if t["function"]["name"] == name)
-
-
-class FakeToolChatModel(LocalToolChatModel):
-    """Replies from a script (messages or functions of the input) and records every call."""
-
-    script: list[Any] = Field(
-        default_factory=list
-    )  # Steps; unvalidated: pydantic mangles callables
-    calls: list[RecordedCall] = Field(default_factory=list)
-
-    def reply(self, messages: list[BaseMessage], tools: ToolSchemas) -> AIMessage:
-        self.calls.append(RecordedCall(list(messages), tools))
-        if not self.script:
-            raise AssertionError("the fake model's script is exhausted")
-        step = self.script.pop(0)
-        return step(messages) if callable(step) else step
+FakeToolChatModel = ScriptedChatModel  # the fake tool-calling model of the tests
 
 
 def say(text: str) -> AIMessage:

@@ -9,10 +9,10 @@ from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool
 
 from chat_shell.contracts import HistoryMessage, LoadedSkill, SkillSpec, ToolDeclaration
+from chat_shell.offline import Step
 from chat_shell.skills import ProviderContext, ProviderRegistry, SkillToolProvider
 from tests.chat_shell.fakes import (
     FakeToolChatModel,
-    Step,
     call,
     collect,
     done,
