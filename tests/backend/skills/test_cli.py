@@ -1,0 +1,72 @@
+"""`skillhive skills validate|push|sync` against real packages and a live server."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from backend.app import create_app
+from backend.cli import app as cli
+from backend.config import Settings, get_settings
+from tests.support.live import live_server
+
+ROOT = Path(__file__).resolve().parents[3]
+CORPUS = ROOT.parent / "shared" / "corpus"
+runner = CliRunner()
+
+
+def test_validate_reports_warnings_and_errors(tmp_path: Path) -> None:
+    ok = runner.invoke(
+        cli, ["skills", "validate", str(CORPUS / "anthropics-skills" / "claude-api")]
+    )
+    assert ok.exit_code == 0, ok.output
+    assert "warning: description_too_long" in ok.output
+    strict = runner.invoke(
+        cli, ["skills", "validate", "--strict", str(CORPUS / "anthropics-skills" / "claude-api")]
+    )
+    assert strict.exit_code == 1 and "strict_warnings" in strict.output
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "SKILL.md").write_text("---\nname: Broken!\ndescription: x\n---\n")
+    bad = runner.invoke(cli, ["skills", "validate", str(broken)])
+    assert bad.exit_code == 1 and "invalid_name" in bad.output
+
+
+@pytest.fixture
+def cli_database(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> Iterator[Settings]:
+    monkeypatch.setenv("SKILLHIVE_DATABASE_URL", settings.database_url or "")
+    monkeypatch.setenv("SKILLHIVE_DATA_DIR", str(settings.data_dir))
+    get_settings.cache_clear()
+    yield settings
+    get_settings.cache_clear()
+
+
+def test_push_creates_then_replaces_through_the_api(
+    cli_database: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    created = runner.invoke(cli, ["admin", "create-user", "pusher"])
+    token = created.output.strip().splitlines()[-1]
+    skill = CORPUS / "anthropics-skills" / "canvas-design"  # 5 MB: exercises the progress bar
+    with live_server(create_app(cli_database)) as url:
+        monkeypatch.setenv("SKILLHIVE_URL", url)
+        monkeypatch.setenv("SKILLHIVE_TOKEN", token)
+        first = runner.invoke(cli, ["skills", "push", str(skill), "--namespace", "art"])
+        assert first.exit_code == 0, first.output
+        assert "created art/canvas-design (v1)" in first.output
+        second = runner.invoke(cli, ["skills", "push", str(skill), "--namespace", "art"])
+        assert second.exit_code == 0, second.output
+        assert "replaced art/canvas-design (v2)" in second.output
+        denied = runner.invoke(cli, ["skills", "push", str(skill), "--public"])
+        assert denied.exit_code == 1 and "admin_required" in denied.output
+    monkeypatch.delenv("SKILLHIVE_TOKEN")
+    missing = runner.invoke(cli, ["skills", "push", str(skill)])
+    assert missing.exit_code == 1 and "SKILLHIVE_TOKEN" in missing.output
+
+
+def test_sync_command_reports_each_builtin(cli_database: Settings) -> None:
+    result = runner.invoke(cli, ["skills", "sync"])
+    assert result.exit_code == 0, result.output
+    assert "skillhive-skill-authoring: " in result.output
