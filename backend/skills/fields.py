@@ -1,9 +1,9 @@
 """From parsed frontmatter to a validated `SkillSpec` and the skill's name.
 
 Lenient import: keys beyond the Agent Skills standard and the Wegent extensions are kept in
-`spec.extra` (lint warns about them). Type errors
-become `invalid_field` / `missing_field` naming the field, never an exception of another kind.
-A key whose value is empty (`license:` or `license: ""`) counts as absent.
+`spec.extra` (lint warns about them); a key whose value is empty (`license:`) counts as absent.
+Type errors become `invalid_field` / `missing_field` naming the field (`tools[0].name`), never
+an exception of another kind: `SkillSpec` does the type checking, this module maps its errors.
 """
 
 from __future__ import annotations
@@ -23,18 +23,19 @@ from backend.skills.lint import WarningCode, warning
 STANDARD_KEYS = frozenset(
     {"name", "description", "license", "compatibility", "allowed-tools", "metadata"}
 )
-EXTENSION_KEYS = frozenset(
+EXTENSION_KEYS = frozenset(  # Wegent's, typed by SkillSpec; not "unknown" to Skillhive
     {"displayName", "version", "author", "tags", "bindShells", "config", "tools", "provider"}
     | {"mcpServers"}
 )
+KNOWN_KEYS = STANDARD_KEYS | EXTENSION_KEYS
 # Fields whose YAML numbers/booleans are taken as written: `version: 1.10` is "1.10".
 _TEXT_KEYS = ("name", "description", "license", "compatibility", "displayName", "version", "author")
 
 
 def build_spec(md: SkillMarkdown, files: Sequence[SkillFile], *, entry: str) -> SkillSpec:
     data = {k: v for k, v in _as_written(md).items() if not _is_empty(v)}
-    known = {k: v for k, v in data.items() if k in STANDARD_KEYS | EXTENSION_KEYS and k != "name"}
-    extra = {k: v for k, v in data.items() if k not in STANDARD_KEYS | EXTENSION_KEYS}
+    known = {k: v for k, v in data.items() if k in KNOWN_KEYS and k != "name"}  # name: below
+    extra = {k: v for k, v in data.items() if k not in KNOWN_KEYS}
     try:
         return SkillSpec.model_validate(
             {**known, "prompt": md.body, "files": list(files), "extra": extra}

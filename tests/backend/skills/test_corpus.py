@@ -44,6 +44,7 @@ EXPECTED_WARNINGS: dict[str, list[str]] = {
     **{f"wegent-format/{n}": [] for n in [
         "browser", "interactive", "skill-creator", "subscription-manager",
     ]},
+    # An explicit snake_case name: fixed to conversation-to-prompt, not refused (fields.py).
     "wegent-format/conversation_to_prompt": ["name_normalized", "name_mismatch"],
     "wegent-format/mermaid-diagram": ["name_derived", "unknown_field", "code_not_allowed"],
     "wegent-format/sandbox": ["name_derived", "code_not_allowed"],
