@@ -65,7 +65,7 @@ async def get(session: AsyncSession, kind: str, scope: Scope, name: str) -> Kind
 
 def _tag_filter(dialect: str, tag: str) -> ColumnElement[bool]:
     if dialect == "postgresql":
-        clause = text("(kinds.json -> 'spec' -> 'tags') @> CAST(:tag_json AS jsonb)")
+        clause = text("CAST(kinds.json -> 'spec' -> 'tags' AS jsonb) @> CAST(:tag_json AS jsonb)")
         return clause.bindparams(tag_json=json.dumps([tag]))  # type: ignore[return-value]
     clause = text(
         "EXISTS (SELECT 1 FROM json_each(kinds.json, '$.spec.tags') AS t WHERE t.value = :tag)"

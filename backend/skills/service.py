@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.config import Settings
@@ -58,8 +58,9 @@ async def create(
     package = _read(data, settings, scope, strict=strict)
     crd = _crd(package, scope, labels={}, enabled=True)
     row = await store.insert(session, SKILL_KIND, scope, package.name, crd)
-    session.add(
-        SkillBinary(
+    # A Core INSERT: the ORM unit of work holds on to (and re-inspects) the 10 MiB value.
+    await session.execute(
+        insert(SkillBinary).values(
             kind_id=row.id, binary_data=data, file_size=package.size, file_hash=package.sha256
         )
     )

@@ -10,7 +10,6 @@ from datetime import UTC, datetime
 
 import sqlalchemy as sa
 from alembic import op
-from sqlalchemy.dialects import postgresql
 
 revision: str = "0001"
 down_revision: str | None = None
@@ -18,7 +17,7 @@ branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
 TS = sa.DateTime(timezone=True)
-JSON = sa.JSON().with_variant(postgresql.JSONB(astext_type=sa.Text()), "postgresql")
+JSON = sa.JSON()
 
 
 def upgrade() -> None:
@@ -95,6 +94,12 @@ def upgrade() -> None:
         sa.UniqueConstraint("kind_id", name=op.f("uq_skill_binaries_kind_id")),
     )
     op.create_index(op.f("ix_skill_binaries_file_hash"), "skill_binaries", ["file_hash"])
+
+    if op.get_bind().dialect.name == "postgresql":
+        # No TOAST compression: CRDs are read far more than written (listing decompressed them
+        # on every read), and ZIP bytes are already compressed.
+        op.execute("ALTER TABLE kinds ALTER COLUMN json SET STORAGE EXTERNAL")
+        op.execute("ALTER TABLE skill_binaries ALTER COLUMN binary_data SET STORAGE EXTERNAL")
 
     # User 0 owns public resources (DESIGN.md §4); it never gets a token.
     op.bulk_insert(
