@@ -13,7 +13,7 @@ from pydantic import AliasChoices, Field
 from backend.crd.common import API_VERSION, CamelModel, ObjectMeta, ResourceName
 from backend.crd.skill import McpServer
 
-GHOST_KIND = "Ghost"
+GHOST_KIND: Literal["Ghost"] = "Ghost"
 
 
 class GhostModel(CamelModel):
