@@ -36,10 +36,11 @@ class TurnMiddleware(AgentMiddleware[AgentState[Any], TurnContext, Any]):
         handler: Callable[[ModelRequest[TurnContext]], Awaitable[ModelResponse[Any]]],
     ) -> ModelResponse[Any]:
         session = request.runtime.context.session
+        session.attach_writer(request.runtime.stream_writer)
         request = request.override(
             model=session.model,
             system_message=session.system_message(),
-            tools=list(session.visible_tools()),
+            tools=session.model_tools(),
         )
         try:
             response = await handler(request)
@@ -59,6 +60,7 @@ class TurnMiddleware(AgentMiddleware[AgentState[Any], TurnContext, Any]):
         handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
     ) -> ToolMessage | Command[Any]:
         session = cast(TurnContext, request.runtime.context).session
+        session.attach_writer(request.runtime.stream_writer)
         call = request.tool_call
         call_id, name, args = call["id"] or "", call["name"], dict(call["args"])
         session.emit(ToolStartEvent(id=call_id, name=name, args=args))

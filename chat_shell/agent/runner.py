@@ -1,25 +1,26 @@
 """`run_turn`: run one chat turn and stream its events.
 
-The turn runs in its own task that feeds a queue: events raised deep inside tools (tool_start,
-skill_loaded, mcp_error) reach the caller as they happen, not at the next token. Cancelling the
-caller's task cancels the turn, closes its MCP sessions, yields `error(cancelled)` and then
-re-raises the cancellation.
+Tokens come from LangGraph's `messages` stream; everything the turn reports from inside the
+graph (tool_start, skill_loaded, mcp_error, ...) goes through its `custom` stream, so it reaches
+the caller when it happens, in order with the tokens, without a second task or queue.
+Cancelling the caller's task cancels the turn, closes its MCP sessions, yields
+`error(cancelled)` and then re-raises the cancellation.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import AsyncExitStack, aclosing
 from typing import Any, cast
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
+from langchain_core.messages import AIMessage, AIMessageChunk
 from langgraph.errors import GraphRecursionError
 
 from chat_shell.agent.graph import agent_graph
-from chat_shell.agent.session import Emit, TurnContext, TurnSession, turn_index
+from chat_shell.agent.session import TurnContext, TurnSession, turn_index
 from chat_shell.contracts import ErrorEvent, Event, StartEvent, TokenEvent, TurnRequest
 from chat_shell.errors import ChatShellError, RecursionLimitReached, TurnCancelled
 from chat_shell.models import create_chat_model
@@ -36,52 +37,13 @@ async def run_turn(
     frontend: FrontendChannel,
     model: BaseChatModel | None = None,
     providers: ProviderRegistry | None = None,
-) -> AsyncIterator[Event]:
+) -> AsyncGenerator[Event, None]:
     """Yield `start`, then progress events, then exactly one `done` or `error`.
 
     `model` overrides the one built from `request.model` (tests, custom hosts); `providers`
     defaults to the process-wide registry of tool providers.
     """
-    queue: asyncio.Queue[Event | None] = asyncio.Queue()
-    turn = asyncio.create_task(
-        _drive(
-            request,
-            queue,
-            package_source=package_source,
-            frontend=frontend,
-            model=model,
-            registry=providers or default_registry,
-        )
-    )
-    try:
-        while (event := await queue.get()) is not None:
-            yield event
-    except asyncio.CancelledError:
-        await _stop(turn)
-        error = TurnCancelled("the turn was cancelled")
-        yield ErrorEvent(code=error.code, message=error.message)
-        raise
-    finally:
-        await _stop(turn)
-
-
-async def _stop(turn: asyncio.Task[None]) -> None:
-    if not turn.done():
-        turn.cancel()
-    await asyncio.wait({turn})
-
-
-async def _drive(
-    request: TurnRequest,
-    queue: asyncio.Queue[Event | None],
-    *,
-    package_source: PackageSource,
-    frontend: FrontendChannel,
-    model: BaseChatModel | None,
-    registry: ProviderRegistry,
-) -> None:
-    emit: Emit = queue.put_nowait
-    emit(StartEvent(conversation_id=request.conversation_id, turn_index=turn_index(request)))
+    yield StartEvent(conversation_id=request.conversation_id, turn_index=turn_index(request))
     try:
         async with AsyncExitStack() as stack:  # closes the turn's MCP sessions, also on cancel
             session = TurnSession(
@@ -89,41 +51,52 @@ async def _drive(
                 model=model or create_chat_model(request.model),
                 package_source=package_source,
                 frontend=frontend,
-                registry=registry,
-                emit=emit,
+                registry=providers or default_registry,
                 stack=stack,
             )
             await session.start()
-            await _stream_graph(session, emit)
-            emit(session.done_event())
+            for event in session.take_pending():
+                yield event
+            async for event in _stream_graph(session):
+                yield event
+            yield session.done_event()
+    except asyncio.CancelledError:
+        cancelled = TurnCancelled("the turn was cancelled")
+        yield ErrorEvent(code=cancelled.code, message=cancelled.message)
+        raise
     except GraphRecursionError:
-        limit = request.recursion_limit
-        error: ChatShellError = RecursionLimitReached(
-            f"the turn stopped after {limit} agent steps without a final answer "
-            "(recursion limit); ask again more specifically or raise the limit"
+        limit = RecursionLimitReached(
+            f"the turn stopped after {request.recursion_limit} agent steps without a final "
+            "answer (recursion limit); ask again more specifically or raise the limit"
         )
-        emit(ErrorEvent(code=error.code, message=error.message))
+        yield ErrorEvent(code=limit.code, message=limit.message)
     except ChatShellError as exc:
-        emit(ErrorEvent(code=exc.code, message=exc.message))
+        yield ErrorEvent(code=exc.code, message=exc.message)
     except Exception as exc:
         logger.exception("turn of conversation %s failed", request.conversation_id)
-        emit(ErrorEvent(code="internal_error", message=f"{type(exc).__name__}: {exc}"))
-    finally:
-        queue.put_nowait(None)  # end of stream
+        yield ErrorEvent(code="internal_error", message=f"{type(exc).__name__}: {exc}")
 
 
-async def _stream_graph(session: TurnSession, emit: Emit) -> None:
-    stream = agent_graph().astream(
-        {"messages": session.input_messages()},
-        config={"recursion_limit": session.request.recursion_limit},
-        context=TurnContext(session),
-        stream_mode="messages",
+async def _stream_graph(session: TurnSession) -> AsyncIterator[Event]:
+    stream = cast(
+        AsyncGenerator[tuple[str, Any], None],
+        agent_graph().astream(
+            {"messages": session.input_messages()},
+            config={"recursion_limit": session.request.recursion_limit},
+            context=TurnContext(session),
+            stream_mode=["messages", "custom"],
+        ),
     )
-    async for item in stream:
-        chunk, metadata = cast(tuple[BaseMessage, dict[str, Any]], item)
-        if (
-            isinstance(chunk, AIMessageChunk | AIMessage)
-            and metadata.get("langgraph_node") == "model"
-            and (delta := chunk.text)
-        ):
-            emit(TokenEvent(delta=delta))
+    # aclosing: a caller that stops listening must stop the graph's running tasks now.
+    async with aclosing(stream):
+        async for mode, payload in stream:
+            if mode == "custom":
+                yield payload
+                continue
+            chunk, metadata = payload
+            if (
+                isinstance(chunk, AIMessageChunk | AIMessage)
+                and metadata.get("langgraph_node") == "model"
+                and (delta := chunk.text)
+            ):
+                yield TokenEvent.model_construct(delta=delta)  # hot path; a str needs no check

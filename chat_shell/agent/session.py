@@ -30,14 +30,15 @@ from chat_shell.errors import InvalidTurnRequest
 from chat_shell.offline import estimate_tokens
 from chat_shell.ports import FrontendChannel, PackageSource
 from chat_shell.skills.active import ActiveSkills, last_loaded_records
-from chat_shell.skills.prompt import render_loaded_skill, render_stable_prompt, render_system_prompt
+from chat_shell.skills.prompt import render_stable_prompt, render_system_prompt
 from chat_shell.skills.provider import ProviderContext
 from chat_shell.skills.registry import ProviderRegistry
 from chat_shell.skills.toolset import create_provider_tools
-from chat_shell.tools.builtin.load_skill import create_load_skill_tool
+from chat_shell.tools.builtin.load_skill import LOAD_SKILL, load_skill_schema
 from chat_shell.tools.mcp import McpServerConfig, McpSessionPool
 
 Emit = Callable[[Event], None]
+_BLOCK_OVERHEAD = estimate_tokens('<skill name="">\n\n</skill>\n')
 
 
 @dataclass(frozen=True)
@@ -74,12 +75,12 @@ class TurnSession:
         package_source: PackageSource,
         frontend: FrontendChannel,
         registry: ProviderRegistry,
-        emit: Emit,
         stack: AsyncExitStack,
     ) -> None:
         self.request = request
         self.model = model
-        self.emit = emit
+        self._pending: list[Event] = []
+        self._writer: Emit | None = None
         self._source = package_source
         self._frontend = frontend
         self._registry = registry
@@ -90,7 +91,7 @@ class TurnSession:
             raise InvalidTurnRequest("two skills share a name")
         self.active = ActiveSkills.restore(
             last_loaded_records(request.history),
-            costs={n: estimate_tokens(render_loaded_skill(s)) for n, s in self.skills.items()},
+            costs={n: _cost(s) for n, s in self.skills.items()},
             budget=request.loaded_skills_token_budget,
             turn=turn_index(request),
             retention=request.retention_turns,
@@ -98,14 +99,29 @@ class TurnSession:
         )
         self._stable_prompt = render_stable_prompt(request.system_prompt, request.skills)
         self._prompt_cache: tuple[tuple[str, ...], SystemMessage] | None = None
-        self._base_tools: list[BaseTool] = (
-            [create_load_skill_tool(self, list(self.skills))] if self.skills else []
-        )
+        self.skill_names = sorted(self.skills)
+        self._load_skill_schema = load_skill_schema(self.skill_names) if self.skills else None
+        self._base_tools: list[BaseTool] = [LOAD_SKILL] if self.skills else []
         self._skill_tools: dict[str, list[BaseTool]] = {}
         self._tool_skill: dict[str, str] = {}
         self.usage = Usage()
         self.tool_calls: list[ToolCallRecord] = []
         self.final_text = ""
+
+    def emit(self, event: Event) -> None:
+        """Report an event: straight into the graph's stream once it runs, else held back."""
+        if self._writer is not None:
+            self._writer(event)
+        else:
+            self._pending.append(event)
+
+    def attach_writer(self, writer: Emit) -> None:
+        """Called from inside the graph, where LangGraph's stream writer is at hand."""
+        self._writer = writer
+
+    def take_pending(self) -> list[Event]:
+        pending, self._pending = self._pending, []
+        return pending
 
     async def start(self) -> None:
         """Connect the Ghost's MCP servers and set up the tools of skills active from the start."""
@@ -136,6 +152,13 @@ class TurnSession:
             for tool in self._skill_tools.get(name, []):
                 tools.setdefault(tool.name, tool)
         return list(tools.values())
+
+    def model_tools(self) -> list[BaseTool | dict[str, Any]]:
+        """The visible tools as offered to the model: load_skill by its per-turn schema."""
+        return [
+            self._load_skill_schema if t is LOAD_SKILL and self._load_skill_schema else t
+            for t in self.visible_tools()
+        ]
 
     def find_tool(self, name: str) -> BaseTool | None:
         return next((t for t in self.visible_tools() if t.name == name), None)
@@ -202,6 +225,11 @@ class TurnSession:
                 McpErrorEvent(server=failure.server, code=failure.code, message=failure.message)
             )
         return tools
+
+
+def _cost(skill: SkillSpec) -> int:
+    # Cheap on purpose (runs for every skill every turn): rendering would escape every body.
+    return estimate_tokens(skill.name + skill.prompt) + _BLOCK_OVERHEAD
 
 
 def _skill_servers(skill: SkillSpec) -> dict[str, McpServerConfig]:

@@ -3,13 +3,19 @@
 Loading only records the skill as active and prepares its tools; the instructions themselves
 are injected into the system prompt by the middleware from the next model call on, so the tool
 result stays short and a repeat call never repeats the text.
+
+One tool object serves every turn (registered once in the shared graph, so LangGraph analyses
+it once); it finds its turn through the injected runtime. What differs per turn, the enum of
+skill names, lives in the schema shown to the model (`load_skill_schema`).
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations` here: LangChain resolves the tool function's type hints
+# on every call, and string annotations would be compiled anew each time.
 
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
+from langchain.tools import ToolRuntime
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 
 from chat_shell.contracts import Event, SkillLoadedEvent
@@ -28,6 +34,11 @@ class SkillHost(Protocol):
 
     active: ActiveSkills
 
+    @property
+    def skill_names(self) -> Sequence[str]:
+        """The names the Ghost may load, sorted."""
+        ...
+
     async def prepare_skill(self, name: str) -> list[str]:
         """Set up the skill's tools for this turn; return their names."""
         ...
@@ -35,10 +46,18 @@ class SkillHost(Protocol):
     def emit(self, event: Event) -> None: ...
 
 
-async def load_skill(host: SkillHost, known: Sequence[str], skill_name: str) -> str:
+class HostContext(Protocol):
+    """The graph's runtime context, as far as load_skill is concerned."""
+
+    @property
+    def session(self) -> SkillHost: ...
+
+
+async def load_skill(host: SkillHost, skill_name: str) -> str:
     """Activate a skill for `host`; the tool result text. Unknown names raise `ToolException`."""
-    if skill_name not in known:
-        raise ToolException(f"Unknown skill {skill_name!r}. Available skills: {', '.join(known)}.")
+    if skill_name not in host.skill_names:
+        available = ", ".join(host.skill_names)
+        raise ToolException(f"Unknown skill {skill_name!r}. Available skills: {available}.")
     if skill_name in host.active:
         host.active.touch(skill_name)
         return (
@@ -62,28 +81,35 @@ async def load_skill(host: SkillHost, known: Sequence[str], skill_name: str) -> 
     return text
 
 
-def create_load_skill_tool(host: SkillHost, skill_names: Sequence[str]) -> BaseTool:
-    """The tool for one turn; the available names are an enum in its JSON schema."""
-    known = sorted(skill_names)
-    schema: dict[str, Any] = {
-        "type": "object",
-        "properties": {
-            "skill_name": {
-                "type": "string",
-                "enum": known,
-                "description": "The name of the skill to load.",
-            }
+def _parameters(skill_names: Sequence[str] | None) -> dict[str, Any]:
+    name: dict[str, Any] = {"type": "string", "description": "The name of the skill to load."}
+    if skill_names is not None:
+        name["enum"] = list(skill_names)
+    return {"type": "object", "properties": {"skill_name": name}, "required": ["skill_name"]}
+
+
+def load_skill_schema(skill_names: Sequence[str]) -> dict[str, Any]:
+    """The tool as the model sees it (OpenAI function format), the names as an enum."""
+    return {
+        "type": "function",
+        "function": {
+            "name": LOAD_SKILL_TOOL,
+            "description": DESCRIPTION,
+            "parameters": _parameters(skill_names),
         },
-        "required": ["skill_name"],
     }
 
-    async def run(skill_name: str = "", **_: Any) -> str:
-        return await load_skill(host, known, skill_name)
 
-    return StructuredTool(
-        name=LOAD_SKILL_TOOL,
-        description=DESCRIPTION,
-        args_schema=schema,
-        coroutine=run,
-        handle_tool_error=True,
-    )
+async def _run(skill_name: str, runtime: ToolRuntime) -> str:
+    return await load_skill(cast(HostContext, runtime.context).session, skill_name)
+
+
+LOAD_SKILL: BaseTool = StructuredTool(
+    name=LOAD_SKILL_TOOL,
+    description=DESCRIPTION,
+    # A JSON schema, not a model: arguments reach `_run` as given (names are checked there) and
+    # the injected runtime is never pushed through pydantic.
+    args_schema=_parameters(None),
+    coroutine=_run,
+    handle_tool_error=True,
+)

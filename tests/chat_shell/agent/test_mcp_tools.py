@@ -133,3 +133,23 @@ async def test_cancelling_a_turn_closes_its_mcp_sessions() -> None:
 
     assert events[-1].type == "error" and events[-1].code == "cancelled"
     assert not process_alive(pid)
+
+
+async def test_a_caller_that_stops_listening_closes_the_mcp_sessions() -> None:
+    model = FakeToolChatModel(script=[call("pid"), say("never streamed")])
+    stream = run_turn(
+        request(mcp_servers={"fx": fixture_server()}),
+        package_source=InMemoryPackageSource(),
+        frontend=InMemoryFrontendChannel(),
+        model=model,
+    )
+
+    async with asyncio.timeout(30):
+        async for event in stream:
+            if event.type == "tool_end":
+                pid = int(event.result)
+                assert process_alive(pid)
+                break
+        await stream.aclose()
+
+    assert not process_alive(pid)

@@ -172,7 +172,7 @@ async def test_hostile_skill_text_is_escaped_inside_its_own_tags() -> None:
 
 
 def sized(name: str) -> SkillSpec:
-    # Rendered as `<skill name="x">\n` + 396 chars + `\n</skill>`: 106 estimated tokens.
+    # About 107 estimated tokens with the tags: two fit a budget of 250, three do not.
     return skill(name, prompt="x" * 396)
 
 
