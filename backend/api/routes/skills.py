@@ -7,23 +7,19 @@ in who may write (the owner; admins for public skills).
 # No `from __future__ import annotations`: FastAPI must see the Annotated aliases local to
 # `_register` as objects, not as strings it cannot resolve.
 import mimetypes
-from collections.abc import Callable
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
-from backend.api.deps import AdminUser, CurrentUser, SessionDep, SettingsDep
+from backend.api.deps import SessionDep, SettingsDep
+from backend.api.resources import ScopeDep, crd_response, own_scope, public_scopes
 from backend.api.upload import ARCHIVE_BODY_OPENAPI, read_archive
-from backend.crd.common import name_problem
-from backend.errors import InvalidRequest
 from backend.kinds import store
 from backend.kinds.store import Scope
 from backend.skills import service
 from backend.skills.service import PUBLIC_SCOPE
-
-ScopeDep = Callable[..., Scope]
 
 # File types a browser may render inline; anything else downloads (uploaded HTML/SVG must not
 # run on the API's origin).
@@ -35,30 +31,6 @@ class SkillPatch(BaseModel):
         dict[Annotated[str, Field(max_length=63)], Annotated[str, Field(max_length=253)]] | None
     ) = None
     enabled: bool | None = None
-
-
-def _namespace(namespace: str) -> str:
-    problem = name_problem(namespace)
-    if problem is not None:
-        raise InvalidRequest(f"namespace {problem}", code="invalid_namespace")
-    return namespace
-
-
-def own_scope(namespace: str, user: CurrentUser) -> Scope:
-    return Scope(user.id, _namespace(namespace))
-
-
-def public_read_scope(_: CurrentUser) -> Scope:
-    return PUBLIC_SCOPE
-
-
-def public_write_scope(_: AdminUser) -> Scope:
-    return PUBLIC_SCOPE
-
-
-def _object(crd: dict[str, Any], status: int = 200) -> JSONResponse:
-    version = crd["metadata"]["resourceVersion"]
-    return JSONResponse(crd, status_code=status, headers={"ETag": f'"{version}"'})
 
 
 def _etag_matches(header: str | None, etag: str) -> bool:
@@ -98,11 +70,12 @@ def _register(router: APIRouter, read_scope: ScopeDep, write_scope: ScopeDep, *,
         strict: bool = False,
     ) -> JSONResponse:
         data = await read_archive(request, settings.max_archive_bytes)
-        return _object(await service.create(session, settings, scope, data, strict=strict), 201)
+        crd = await service.create(session, settings, scope, data, strict=strict)
+        return crd_response(crd, 201)
 
     @router.get("/{name}")
     async def get_skill(name: str, scope: ReadScope, session: SessionDep) -> JSONResponse:
-        return _object(await service.get(session, scope, name))
+        return crd_response(await service.get(session, scope, name))
 
     @router.put("/{name}", openapi_extra=ARCHIVE_BODY_OPENAPI)
     async def replace_skill(
@@ -119,7 +92,7 @@ def _register(router: APIRouter, read_scope: ScopeDep, write_scope: ScopeDep, *,
         crd = await service.replace(
             session, settings, scope, name, data, strict=strict, expected_version=expected
         )
-        return _object(crd)
+        return crd_response(crd)
 
     @router.patch("/{name}")
     async def patch_skill(
@@ -137,7 +110,7 @@ def _register(router: APIRouter, read_scope: ScopeDep, write_scope: ScopeDep, *,
             enabled=body.enabled,
             expected_version=store.parse_if_match(if_match),
         )
-        return _object(crd)
+        return crd_response(crd)
 
     @router.delete("/{name}", status_code=204)
     async def delete_skill(name: str, scope: WriteScope, session: SessionDep) -> Response:
@@ -182,4 +155,4 @@ namespaced = APIRouter(prefix="/namespaces/{namespace}/skills", tags=["skills"])
 _register(namespaced, own_scope, own_scope, own=True)
 
 public = APIRouter(prefix="/public/skills", tags=["public skills"])
-_register(public, public_read_scope, public_write_scope, own=False)
+_register(public, *public_scopes(PUBLIC_SCOPE), own=False)
