@@ -102,7 +102,7 @@ class TurnSession:
         self.skill_names = sorted(self.skills)
         self._load_skill_schema = load_skill_schema(self.skill_names) if self.skills else None
         self._base_tools: list[BaseTool] = [LOAD_SKILL] if self.skills else []
-        self._skill_tools: dict[str, list[BaseTool]] = {}
+        self._skill_tools: dict[str, asyncio.Task[list[BaseTool]]] = {}
         self._tool_skill: dict[str, str] = {}
         self.usage = Usage()
         self.tool_calls: list[ToolCallRecord] = []
@@ -149,7 +149,7 @@ class TurnSession:
         """load_skill and the Ghost's tools, then the tools of active skills (first name wins)."""
         tools = {t.name: t for t in self._base_tools}
         for name in self.active.names():
-            for tool in self._skill_tools.get(name, []):
+            for tool in self._ready_tools(name):
                 tools.setdefault(tool.name, tool)
         return list(tools.values())
 
@@ -164,27 +164,37 @@ class TurnSession:
         return next((t for t in self.visible_tools() if t.name == name), None)
 
     async def prepare_skill(self, name: str) -> list[str]:
-        """Create the skill's provider tools and connect its MCP servers, once per turn."""
-        if name not in self._skill_tools:
-            self._skill_tools[name] = []  # claimed: a parallel call must not build them twice
-            skill = self.skills[name]
-            context = ProviderContext(
-                user_id=self.request.user_id,
-                conversation_id=self.request.conversation_id,
-                skill_name=name,
-                frontend=self._frontend,
-            )
-            tools, errors = await create_provider_tools(
-                skill, registry=self._registry, source=self._source, context=context
-            )
-            for error in errors:
-                self.emit(error)
-            tools += await self._connect_mcp(
-                _skill_servers(skill), reserved={t.name for t in tools}
-            )
-            self._skill_tools[name] = tools
-            self._tool_skill.update((t.name, name) for t in tools)
-        return [t.name for t in self._skill_tools[name]]
+        """Create the skill's provider tools and connect its MCP servers, once per turn.
+
+        Parallel calls for one skill share the same work (and all see its tools).
+        """
+        task = self._skill_tools.get(name)
+        if task is None:
+            task = self._skill_tools[name] = asyncio.create_task(self._create_skill_tools(name))
+        return [t.name for t in await task]
+
+    def _ready_tools(self, skill: str) -> list[BaseTool]:
+        task = self._skill_tools.get(skill)
+        if task is None or not task.done() or task.cancelled() or task.exception():
+            return []
+        return task.result()
+
+    async def _create_skill_tools(self, name: str) -> list[BaseTool]:
+        skill = self.skills[name]
+        context = ProviderContext(
+            user_id=self.request.user_id,
+            conversation_id=self.request.conversation_id,
+            skill_name=name,
+            frontend=self._frontend,
+        )
+        tools, errors = await create_provider_tools(
+            skill, registry=self._registry, source=self._source, context=context
+        )
+        for error in errors:
+            self.emit(error)
+        tools += await self._connect_mcp(_skill_servers(skill), reserved={t.name for t in tools})
+        self._tool_skill.update((t.name, name) for t in tools)
+        return tools
 
     def note_tool_use(self, tool_name: str) -> None:
         """Using a skill's tool counts as using the skill (retention, LRU)."""

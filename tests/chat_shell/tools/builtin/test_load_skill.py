@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from langchain_core.messages import ToolMessage
+from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool
 
 from chat_shell.contracts import HistoryMessage, LoadedSkill, SkillSpec, ToolDeclaration
@@ -242,3 +242,24 @@ async def test_calling_a_tool_of_a_skill_that_is_not_loaded_is_a_tool_error() ->
     (result,) = tool_messages(model)
     assert result.status == "error" and "not available" in result.text
     assert done(events).text == "ok"
+
+
+async def test_parallel_loads_of_one_skill_load_it_once_and_set_up_its_tools_once() -> None:
+    registry = ProviderRegistry()
+    registry.register(EchoProvider())
+    echo_skill = skill("echoer", tools=[ToolDeclaration(name="echo", provider="echo")])
+    twice = AIMessage(
+        content="",
+        tool_calls=[
+            {"name": "load_skill", "args": {"skill_name": "echoer"}, "id": "a"},
+            {"name": "load_skill", "args": {"skill_name": "echoer"}, "id": "b"},
+        ],
+    )
+    model = FakeToolChatModel(script=[twice, say("ok")])
+
+    events = await collect(request(skills=[echo_skill]), model, providers=registry)
+
+    texts = sorted(m.text for m in tool_messages(model))
+    assert "already active" in texts[0] and "Its tools are now available: echo" in texts[1]
+    assert len(of_type(events, "skill_loaded")) == 1
+    assert model.calls[1].tool_names == ["load_skill", "echo"]
