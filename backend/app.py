@@ -5,20 +5,25 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 import redis.asyncio as aioredis
+import socketio
 from fastapi import APIRouter, FastAPI
+from langchain_core.language_models import BaseChatModel
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from backend.api.access_log import AccessLogMiddleware
 from backend.api.errors import install_error_handlers
-from backend.api.routes import health, me, secrets, skills, tokens, users
+from backend.api.routes import conversations, health, me, secrets, skills, tokens, users
 from backend.auth import service as auth_service
 from backend.auth.tokens import MIN_BOOTSTRAP_TOKEN_LENGTH
+from backend.chat.runtime import ChatRuntime
 from backend.config import Settings, get_settings, unknown_env_variables
 from backend.db.engine import create_engine, create_sessionmaker
 from backend.secrets.cipher import load_cipher
 from backend.skills.builtin import sync_builtin_skills
+from backend.ws.chat_namespace import ChatNamespace
 
 log = logging.getLogger("skillhive")
 
@@ -48,15 +53,24 @@ async def bootstrap_admin(
 
 def _api_router() -> APIRouter:
     api = APIRouter(prefix=API_PREFIX)
-    for module in (me, tokens, users, secrets):
+    for module in (me, tokens, users, secrets, conversations):
         api.include_router(module.router)
     api.include_router(skills.namespaced)
     api.include_router(skills.public)
     return api
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
+def create_app(
+    settings: Settings | None = None, *, chat_model: BaseChatModel | None = None
+) -> FastAPI:
+    """The FastAPI app; `app.state.sio` is its Socket.IO server (see `create_asgi_app`).
+
+    `chat_model` replaces the model every turn would build from settings (tests, benchmarks).
+    """
     settings = settings or get_settings()
+    sio = socketio.AsyncServer(async_mode="asgi", cors_allowed_origins=settings.cors_origins)
+    runtime = ChatRuntime(settings, sio, model=chat_model)
+    sio.register_namespace(ChatNamespace(runtime))
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -74,8 +88,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         try:
             await bootstrap_admin(settings, app.state.sessionmaker)
             await sync_builtin_skills(app.state.sessionmaker, settings)
+            runtime.start(app.state.sessionmaker, app.state.cipher)
             yield
         finally:
+            await runtime.aclose()
             if app.state.redis is not None:
                 await app.state.redis.aclose()
             await engine.dispose()
@@ -87,8 +103,16 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         lifespan=lifespan,
     )
     app.state.settings = settings
+    app.state.sio = sio
+    app.state.chat = runtime
     install_error_handlers(app)
     app.add_middleware(AccessLogMiddleware)
     app.include_router(health.router)
     app.include_router(_api_router())
     return app
+
+
+def create_asgi_app(settings: Settings | None = None, **kwargs: Any) -> socketio.ASGIApp:
+    """What uvicorn serves: Socket.IO at `/socket.io/`, everything else to FastAPI."""
+    app = create_app(settings, **kwargs)
+    return socketio.ASGIApp(app.state.sio, other_asgi_app=app)

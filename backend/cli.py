@@ -40,7 +40,7 @@ def serve(
     settings = get_settings()
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     uvicorn.run(
-        "backend.app:create_app",
+        "backend.app:create_asgi_app",
         factory=True,
         host=host or settings.host,
         port=port or settings.port,

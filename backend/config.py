@@ -33,6 +33,11 @@ class Settings(BaseSettings):
     port: int = Field(8000, ge=1, le=65535, description="Port `skillhive serve` binds.")
     data_dir: Path = Field(Path("data"), description="Where the embedded SQLite file lives.")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("INFO")
+    cors_origins: list[str] = Field(
+        default_factory=list,
+        description="Browser origins allowed to open Socket.IO connections (JSON list); "
+        "empty: same origin only.",
+    )
 
     # --- services ------------------------------------------------------------------------
     database_url: str | None = Field(
@@ -72,6 +77,9 @@ class Settings(BaseSettings):
     openai_api_key: SecretStr | None = Field(None, description="Key for that endpoint.")
     mcp_servers: dict[str, Any] = Field(
         default_factory=dict, description="Global MCP servers (JSON), trusted (stdio allowed)."
+    )
+    package_cache_bytes: int = Field(
+        64 * MiB, ge=0, description="Memory for skill packages cached by hash (tool providers)."
     )
     secrets_key: SecretStr | None = Field(
         None, description="Fernet key encrypting user secrets at rest."

@@ -8,9 +8,7 @@ reinstalls).
 
 from __future__ import annotations
 
-import fcntl
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -19,8 +17,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[4]
-CACHE = REPO / ".cache"
+from tests.support.installs import CACHE, install_once, npm_install, run
+
 FIXTURE_SERVER = Path(__file__).with_name("fixture_server.py")
 
 TIME_PINS = ["mcp-server-time==2026.10.19", "mcp==2.3.0"]
@@ -29,54 +27,22 @@ EVERYTHING_PIN = "@modelcontextprotocol/server-everything@2026.8.31"
 NPM_PREFIX = CACHE / "npm"
 EVERYTHING_JS = NPM_PREFIX / "node_modules/@modelcontextprotocol/server-everything/dist/index.js"
 
-INSTALL_TIMEOUT_S = 900
-
-
-@contextmanager
-def _locked(name: str) -> Iterator[None]:
-    CACHE.mkdir(exist_ok=True)
-    with (CACHE / f"{name}.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-
-
-def _install_once(target: Path, pins: list[str], install: Callable[[], None]) -> None:
-    stamp = target / ".pins"
-    wanted = "\n".join(pins)
-    with _locked(target.name):
-        if stamp.is_file() and stamp.read_text() == wanted:
-            return
-        shutil.rmtree(target, ignore_errors=True)
-        install()
-        stamp.write_text(wanted)
-
-
-def _run(*cmd: str | Path) -> None:
-    subprocess.run([str(c) for c in cmd], check=True, timeout=INSTALL_TIMEOUT_S)
-
 
 def install_time_server() -> Path:
     """The `mcp-server-time` executable, in its own venv."""
 
     def install() -> None:
-        _run(sys.executable, "-m", "venv", TIME_VENV)
-        _run(TIME_VENV / "bin/python", "-m", "pip", "install", "-q", *TIME_PINS)
+        run(sys.executable, "-m", "venv", TIME_VENV)
+        run(TIME_VENV / "bin/python", "-m", "pip", "install", "-q", *TIME_PINS)
 
-    _install_once(TIME_VENV, TIME_PINS, install)
+    install_once(TIME_VENV, TIME_PINS, install)
     return TIME_VENV / "bin/mcp-server-time"
 
 
 def install_everything_server() -> Path:
     """The entry script of `@modelcontextprotocol/server-everything` (run it with node)."""
 
-    def install() -> None:
-        NPM_PREFIX.mkdir(parents=True)
-        _run("npm", "install", "--prefix", NPM_PREFIX, "--no-audit", "--no-fund", EVERYTHING_PIN)
-
-    _install_once(NPM_PREFIX, [EVERYTHING_PIN], install)
+    npm_install(NPM_PREFIX, EVERYTHING_PIN)
     return EVERYTHING_JS
 
 

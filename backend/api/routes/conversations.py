@@ -1,0 +1,187 @@
+"""Conversations and chat over REST: JSON (wait for the answer) or SSE (stream the turn)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack
+from datetime import datetime
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request, Response
+from fastapi.responses import JSONResponse, StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from backend.api.deps import CurrentUser, SessionDep
+from backend.chat import conversations
+from backend.chat.events import TERMINAL, EventData, message_json
+from backend.chat.runtime import DEFAULT_TITLE, ChatRuntime
+from backend.errors import InvalidRequest
+from backend.ghosts.resolve import resolve_ghost
+
+router = APIRouter(prefix="/conversations", tags=["conversations"])
+
+MAX_CONTENT = 100_000
+
+
+class ConversationCreate(BaseModel):
+    ghost: str = Field(min_length=3, max_length=140, description='"ns/name" or "public/name"')
+    title: str | None = Field(None, max_length=conversations.TITLE_CHARS)
+
+
+class ConversationOut(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    id: str
+    ghost: str
+    title: str
+    created_at: datetime
+    updated_at: datetime
+
+
+class ConversationList(BaseModel):
+    items: list[ConversationOut]
+    continue_: str | None = Field(None, alias="continue", serialization_alias="continue")
+
+
+class MessageIn(BaseModel):
+    content: str = Field(min_length=1, max_length=MAX_CONTENT)
+
+
+def _runtime(request: Request) -> ChatRuntime:
+    runtime: ChatRuntime = request.app.state.chat
+    return runtime
+
+
+@router.post("", status_code=201)
+async def create_conversation(
+    body: ConversationCreate, user: CurrentUser, session: SessionDep
+) -> ConversationOut:
+    await resolve_ghost(session, user.id, body.ghost)  # 404 unless the caller may use it
+    created = await conversations.create(session, user.id, body.ghost, body.title or DEFAULT_TITLE)
+    await session.commit()
+    return ConversationOut.model_validate(created)
+
+
+@router.get("", response_model_by_alias=True)
+async def list_conversations(
+    user: CurrentUser,
+    session: SessionDep,
+    limit: Annotated[int, Query(ge=1, le=500)] = 100,
+    continue_: Annotated[str | None, Query(alias="continue")] = None,
+) -> ConversationList:
+    rows, token = await conversations.list_page(session, user.id, limit=limit, token=continue_)
+    return ConversationList(
+        items=[ConversationOut.model_validate(r) for r in rows], **{"continue": token}
+    )
+
+
+@router.get("/{conversation_id}")
+async def get_conversation(
+    conversation_id: str, user: CurrentUser, session: SessionDep
+) -> ConversationOut:
+    return ConversationOut.model_validate(
+        await conversations.get(session, user.id, conversation_id)
+    )
+
+
+@router.delete("/{conversation_id}", status_code=204)
+async def delete_conversation(
+    conversation_id: str, user: CurrentUser, session: SessionDep, request: Request
+) -> Response:
+    await conversations.get(session, user.id, conversation_id)
+    await _runtime(request).dispatcher.cancel(conversation_id)
+    await conversations.delete(session, user.id, conversation_id)
+    await session.commit()
+    return Response(status_code=204)
+
+
+@router.post("/{conversation_id}/cancel")
+async def cancel_turn(
+    conversation_id: str, user: CurrentUser, session: SessionDep, request: Request
+) -> dict[str, bool]:
+    """Cancel the running turn (it ends with `cancelled`); `cancelled: false` if none ran."""
+    await conversations.get(session, user.id, conversation_id)
+    return {"cancelled": await _runtime(request).dispatcher.cancel(conversation_id)}
+
+
+@router.get("/{conversation_id}/messages")
+async def list_messages(
+    conversation_id: str,
+    user: CurrentUser,
+    session: SessionDep,
+    limit: Annotated[int, Query(ge=1, le=500)] = 100,
+    continue_: Annotated[str | None, Query(alias="continue")] = None,
+) -> JSONResponse:
+    await conversations.get(session, user.id, conversation_id)
+    after = None
+    if continue_ is not None:
+        if not continue_.isdigit():
+            raise InvalidRequest("the continue token is not valid", code="invalid_continue")
+        after = int(continue_)
+    rows, last = await conversations.messages_page(
+        session, conversation_id, limit=limit, after=after
+    )
+    return JSONResponse(
+        {
+            "items": [message_json(m) for m in rows],
+            "continue": str(last) if last is not None else None,
+        }
+    )
+
+
+def _sse(event: EventData) -> bytes:
+    return f"event: {event['type']}\ndata: {json.dumps(event, separators=(',', ':'))}\n\n".encode()
+
+
+@router.post(
+    "/{conversation_id}/messages",
+    responses={
+        200: {"content": {"text/event-stream": {}}, "description": "the answer, or its events"}
+    },
+)
+async def send_message(
+    conversation_id: str, body: MessageIn, user: CurrentUser, request: Request
+) -> Response:
+    """Run a turn. `Accept: text/event-stream` streams its events; otherwise the answer (JSON)
+    comes back once the turn ends. A second send while a turn runs is 409 `turn_in_progress`."""
+    runtime = _runtime(request)
+    stack = AsyncExitStack()
+    # Subscribe before the turn starts, so no event can slip past.
+    events: AsyncIterator[EventData] = await stack.enter_async_context(
+        runtime.bus.subscribe(conversation_id)
+    )
+    try:
+        message_id = await runtime.send(user.id, conversation_id, body.content)
+    except BaseException:
+        await stack.aclose()
+        raise
+
+    if "text/event-stream" in request.headers.get("accept", ""):
+
+        async def stream() -> AsyncIterator[bytes]:
+            try:
+                async for event in events:
+                    yield _sse(event)
+                    if event["type"] in TERMINAL:
+                        break
+            finally:
+                await stack.aclose()
+
+        return StreamingResponse(
+            stream(),
+            media_type="text/event-stream",
+            headers={
+                "Cache-Control": "no-cache",
+                "X-Accel-Buffering": "no",
+                "X-Message-Id": str(message_id),
+            },
+        )
+
+    async with stack:
+        final: dict[str, Any] = {}
+        async for event in events:
+            if event["type"] in TERMINAL:
+                final = event
+                break
+    return JSONResponse(final["message"])

@@ -1,0 +1,138 @@
+"""The one mapping from Skillhive's CRDs and rows to chat_shell's `TurnRequest` (DESIGN.md §3).
+
+Pure: callers load the Ghost, its skills, the history and the secrets; this decides what the
+engine sees.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import SecretStr
+
+from backend.config import Settings
+from backend.db.models import Message
+from backend.errors import InvalidRequest
+from chat_shell.contracts import (
+    HistoryMessage,
+    ModelSettings,
+    SkillSpec,
+    SubstitutionContext,
+    TurnRequest,
+    UserRef,
+)
+from chat_shell.tools.mcp import McpServerConfig, merge_mcp_servers, parse_mcp_servers
+
+CHAT_SHELL = "Chat"
+DEFAULT_RETENTION_TURNS = 5
+
+
+@dataclass(frozen=True)
+class TurnInputs:
+    conversation_id: str
+    user_id: int
+    user_name: str
+    ghost: Mapping[str, Any]  # the Ghost CRD
+    ghost_is_public: bool
+    skills: Sequence[Mapping[str, Any]]  # Skill CRDs the Ghost names, resolved (own, then public)
+    history: Sequence[Message]
+    user_turns_before: int
+    user_message: str
+    secrets: Mapping[str, str]
+
+
+def _binds_chat(crd: Mapping[str, Any]) -> bool:
+    shells = crd["spec"].get("bindShells") or []
+    return not shells or CHAT_SHELL in shells
+
+
+def skill_spec(crd: Mapping[str, Any]) -> SkillSpec:
+    spec, status = crd["spec"], crd["status"]
+    public = bool(status.get("public"))
+    return SkillSpec(
+        name=crd["metadata"]["name"],
+        description=spec.get("description", ""),
+        display_name=spec.get("displayName"),
+        prompt=spec.get("prompt", ""),
+        tools=[
+            {"name": t["name"], "provider": t.get("provider") or "", "config": t.get("config", {})}
+            for t in spec.get("tools", [])
+        ],
+        provider=spec.get("provider"),
+        config=spec.get("config", {}),
+        # A skill's own servers are trusted (stdio allowed) only when the skill is public.
+        mcp_servers=parse_mcp_servers(spec.get("mcpServers", {}), trusted=public),
+        public=public,
+        sha256=status.get("sha256"),
+    )
+
+
+def model_settings(
+    ghost_model: Mapping[str, Any], settings: Settings, secrets: Mapping[str, str]
+) -> ModelSettings:
+    """Ghost `model` over the server default. The server's API key only ever goes to the
+    server's endpoint: a Ghost that names its own `baseUrl` must bring its own key secret."""
+    own_endpoint = ghost_model.get("baseUrl")
+    key: SecretStr | None = None if own_endpoint else settings.openai_api_key
+    secret_name = ghost_model.get("apiKeySecret")
+    if secret_name:
+        if secret_name not in secrets:
+            raise InvalidRequest(
+                f"the Ghost's model key secret {secret_name!r} does not exist",
+                code="secret_not_found",
+                details={"secret": secret_name},
+            )
+        key = SecretStr(secrets[secret_name])
+    return ModelSettings(
+        name=ghost_model.get("name") or settings.model,
+        base_url=own_endpoint or settings.openai_base_url,
+        api_key=key,
+        temperature=ghost_model.get("temperature"),
+        max_tokens=ghost_model.get("maxTokens"),
+    )
+
+
+def history(messages: Sequence[Message]) -> list[HistoryMessage]:
+    return [
+        HistoryMessage(
+            role="user" if m.role == "user" else "assistant",
+            content=m.content,
+            tool_calls=m.tool_calls or [],
+            loaded_skills=m.loaded_skills,
+        )
+        for m in messages
+    ]
+
+
+def ghost_servers(inputs: TurnInputs, settings: Settings) -> dict[str, McpServerConfig]:
+    global_servers = parse_mcp_servers(settings.mcp_servers, trusted=True)
+    ghost = parse_mcp_servers(
+        inputs.ghost["spec"].get("mcpServers", {}), trusted=inputs.ghost_is_public
+    )
+    return merge_mcp_servers(global_servers, ghost, {})
+
+
+def build_turn_request(inputs: TurnInputs, settings: Settings) -> TurnRequest:
+    spec = inputs.ghost["spec"]
+    usable = [s for s in inputs.skills if _binds_chat(s) and s["status"].get("enabled", True)]
+    names = {s["metadata"]["name"] for s in usable}
+    retention = spec.get("retentionTurns")
+    return TurnRequest(
+        conversation_id=inputs.conversation_id,
+        user_id=inputs.user_id,
+        system_prompt=spec.get("systemPrompt", ""),
+        model=model_settings(spec.get("model") or {}, settings, inputs.secrets),
+        skills=[skill_spec(s) for s in usable],
+        preload_skills=[n for n in spec.get("preload_skills", []) if n in names],
+        mcp_servers=ghost_servers(inputs, settings),
+        history=history(inputs.history),
+        user_message=inputs.user_message,
+        retention_turns=DEFAULT_RETENTION_TURNS if retention is None else retention,
+        turn_index=inputs.user_turns_before + sum(1 for m in inputs.history if m.role == "user"),
+        context=SubstitutionContext(
+            user=UserRef(id=inputs.user_id, name=inputs.user_name),
+            secrets={k: SecretStr(v) for k, v in inputs.secrets.items()},
+        ),
+    )

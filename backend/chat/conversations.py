@@ -1,0 +1,165 @@
+"""Conversations and their messages: the only code that reads or writes those tables."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import and_, func, or_, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from backend.db.models import Conversation, Message
+from backend.db.types import utcnow
+from backend.errors import NotFound
+from backend.kinds import cursor
+
+TITLE_CHARS = 80
+HISTORY_MESSAGES = 100  # the newest messages a turn sees; older ones only count for turn indices
+
+
+@dataclass(frozen=True)
+class History:
+    messages: list[Message]  # oldest first, at most HISTORY_MESSAGES
+    user_turns_before: int  # user messages older than the window (keeps turn indices exact)
+
+
+async def create(session: AsyncSession, user_id: int, ghost: str, title: str) -> Conversation:
+    conversation = Conversation(
+        id=str(uuid.uuid4()), user_id=user_id, ghost=ghost, title=title[:TITLE_CHARS]
+    )
+    session.add(conversation)
+    await session.flush()
+    return conversation
+
+
+async def get(session: AsyncSession, user_id: int, conversation_id: str) -> Conversation:
+    found = await session.scalar(
+        select(Conversation).where(
+            Conversation.id == conversation_id, Conversation.user_id == user_id
+        )
+    )
+    if found is None:  # someone else's conversation is indistinguishable from none
+        raise NotFound("conversation not found", code="conversation_not_found")
+    return found
+
+
+async def get_any(session: AsyncSession, conversation_id: str) -> Conversation:
+    """No owner filter: for the turn runner, which acts on a conversation a user already owns."""
+    found = await session.get(Conversation, conversation_id)
+    if found is None:
+        raise NotFound("conversation not found", code="conversation_not_found")
+    return found
+
+
+async def list_page(
+    session: AsyncSession, user_id: int, *, limit: int, token: str | None
+) -> tuple[list[Conversation], str | None]:
+    """Newest first by creation time; `token` continues after the last item of a page."""
+    stmt = select(Conversation).where(Conversation.user_id == user_id)
+    if token:
+        created, last_id = cursor.decode_pair(token)
+        stmt = stmt.where(
+            or_(
+                Conversation.created_at < created,
+                and_(Conversation.created_at == created, Conversation.id < last_id),
+            )
+        )
+    rows = list(
+        await session.scalars(
+            stmt.order_by(Conversation.created_at.desc(), Conversation.id.desc()).limit(limit + 1)
+        )
+    )
+    more = len(rows) > limit
+    rows = rows[:limit]
+    next_token = cursor.encode_pair(rows[-1].created_at, rows[-1].id) if more and rows else None
+    return rows, next_token
+
+
+async def delete(session: AsyncSession, user_id: int, conversation_id: str) -> None:
+    await session.delete(await get(session, user_id, conversation_id))
+
+
+async def add_user_message(
+    session: AsyncSession, conversation: Conversation, content: str
+) -> Message:
+    message = Message(conversation_id=conversation.id, role="user", content=content)
+    session.add(message)
+    conversation.updated_at = utcnow()
+    await session.flush()
+    return message
+
+
+async def add_reply(
+    session: AsyncSession,
+    conversation_id: str,
+    reply_to: int,
+    *,
+    content: str,
+    status: str,
+    tool_calls: list[dict[str, Any]],
+    loaded_skills: list[dict[str, Any]] | None,
+    usage: dict[str, Any],
+    error: dict[str, Any] | None = None,
+) -> Message:
+    """Store the assistant's answer to `reply_to`, once: a retried turn gets the stored one."""
+    message = Message(
+        conversation_id=conversation_id,
+        role="assistant",
+        content=content,
+        status=status,
+        reply_to=reply_to,
+        tool_calls=tool_calls,
+        loaded_skills=loaded_skills,
+        usage=usage,
+        error=error,
+    )
+    session.add(message)
+    try:
+        await session.commit()
+    except IntegrityError:
+        await session.rollback()
+        existing = await session.scalar(select(Message).where(Message.reply_to == reply_to))
+        if existing is None:
+            raise
+        return existing
+    return message
+
+
+async def reply_to(session: AsyncSession, user_message_id: int) -> Message | None:
+    return await session.scalar(select(Message).where(Message.reply_to == user_message_id))
+
+
+async def history_before(session: AsyncSession, conversation_id: str, message_id: int) -> History:
+    older = Message.conversation_id == conversation_id, Message.id < message_id
+    rows = list(
+        await session.scalars(
+            select(Message).where(*older).order_by(Message.id.desc()).limit(HISTORY_MESSAGES)
+        )
+    )
+    rows.reverse()
+    before = 0
+    if len(rows) == HISTORY_MESSAGES:
+        before = int(
+            await session.scalar(
+                select(func.count())
+                .select_from(Message)
+                .where(*older, Message.id < rows[0].id, Message.role == "user")
+            )
+            or 0
+        )
+    return History(messages=rows, user_turns_before=before)
+
+
+async def messages_page(
+    session: AsyncSession, conversation_id: str, *, limit: int, after: int | None
+) -> tuple[list[Message], int | None]:
+    """Oldest first; `after` is the id of the last message of the previous page."""
+    stmt = select(Message).where(Message.conversation_id == conversation_id)
+    if after is not None:
+        stmt = stmt.where(Message.id > after)
+    rows = list(await session.scalars(stmt.order_by(Message.id).limit(limit + 1)))
+    more = len(rows) > limit
+    rows = rows[:limit]
+    return rows, (rows[-1].id if more and rows else None)

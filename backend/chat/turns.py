@@ -1,0 +1,171 @@
+"""Run one chat turn: load what it needs, stream chat_shell's events, persist the answer.
+
+The same code runs in the gateway (embedded mode) and in `skillhive worker` processes. It is
+idempotent per user message: a turn whose answer is already stored only re-announces it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from contextlib import aclosing
+from dataclasses import dataclass, field
+from typing import Any
+
+from cryptography.fernet import Fernet
+from langchain_core.language_models import BaseChatModel
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from backend.auth import service as users
+from backend.chat import conversations
+from backend.chat.builder import TurnInputs, build_turn_request
+from backend.chat.events import EventData, EventSink, message_json
+from backend.config import Settings
+from backend.db.models import Message
+from backend.errors import SkillhiveError
+from backend.ghosts.resolve import resolve_ghost, resolve_skills
+from backend.secrets import service as secrets
+from chat_shell.agent.runner import run_turn
+from chat_shell.contracts import ErrorEvent, Event, TurnRequest
+from chat_shell.errors import ChatShellError
+from chat_shell.ports import FrontendChannel, PackageSource
+
+log = logging.getLogger("skillhive.chat")
+
+
+@dataclass
+class _Progress:
+    text: list[str] = field(default_factory=list)
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    usage: dict[str, int] = field(
+        default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0}
+    )
+
+    def add(self, event: Event) -> None:
+        if event.type == "token":
+            self.text.append(event.delta)
+        elif event.type == "tool_end":
+            self.tool_calls.append(event.model_dump(mode="json", exclude={"type"}))
+        elif event.type == "usage":
+            self.usage["prompt_tokens"] += event.prompt_tokens
+            self.usage["completion_tokens"] += event.completion_tokens
+
+
+class TurnRunner:
+    def __init__(
+        self,
+        *,
+        sessionmaker: async_sessionmaker[AsyncSession],
+        settings: Settings,
+        cipher: Fernet,
+        package_source: PackageSource,
+        frontend: FrontendChannel,
+        sinks: Sequence[EventSink],
+        model: BaseChatModel | None = None,
+    ) -> None:
+        self.sessionmaker = sessionmaker
+        self.settings = settings
+        self.cipher = cipher
+        self.package_source = package_source
+        self.frontend = frontend
+        self.sinks = list(sinks)
+        self.model = model  # tests and benchmarks inject a fake; None builds it from settings
+
+    async def _emit(self, conversation_id: str, event: EventData) -> None:
+        event = {**event, "conversation_id": conversation_id}
+        for sink in self.sinks:
+            try:
+                await sink.emit(conversation_id, event)
+            except Exception:  # a broken listener must not break the turn
+                log.exception("event sink %r failed", sink)
+
+    async def build_request(self, conversation_id: str, message_id: int) -> TurnRequest:
+        async with self.sessionmaker() as session:
+            user_message = await session.get(Message, message_id)
+            if user_message is None or user_message.conversation_id != conversation_id:
+                raise SkillhiveError("the user message is gone", code="message_not_found")
+            conversation = await conversations.get_any(session, conversation_id)
+            user = await users.get_user(session, conversation.user_id)
+            ghost, owner_scope = await resolve_ghost(session, user.id, conversation.ghost)
+            skills = await resolve_skills(session, owner_scope, ghost["spec"].get("skills", []))
+            window = await conversations.history_before(session, conversation_id, message_id)
+            user_secrets = await secrets.values(session, self.cipher, user.id)
+        inputs = TurnInputs(
+            conversation_id=conversation_id,
+            user_id=user.id,
+            user_name=user.name,
+            ghost=ghost,
+            ghost_is_public=owner_scope.user_id == 0,
+            skills=skills,
+            history=window.messages,
+            user_turns_before=window.user_turns_before,
+            user_message=user_message.content,
+            secrets=user_secrets,
+        )
+        return build_turn_request(inputs, self.settings)
+
+    async def run(self, conversation_id: str, message_id: int) -> Message:
+        async with self.sessionmaker() as session:
+            existing = await conversations.reply_to(session, message_id)
+        if existing is not None:  # a retry of a finished turn: announce, don't run twice
+            await self._emit(conversation_id, {"type": "done", "message": message_json(existing)})
+            return existing
+
+        progress = _Progress()
+        outcome: Event | None = None
+        try:
+            request = await self.build_request(conversation_id, message_id)
+            turn = run_turn(
+                request,
+                package_source=self.package_source,
+                frontend=self.frontend,
+                model=self.model,
+            )
+            async with aclosing(turn) as events:
+                async for event in events:
+                    if event.type in ("done", "error"):
+                        outcome = event
+                        break
+                    progress.add(event)
+                    await self._emit(conversation_id, event.model_dump(mode="json"))
+        except asyncio.CancelledError:
+            outcome = ErrorEvent(code="cancelled", message="the turn was cancelled")
+        except (SkillhiveError, ChatShellError) as exc:
+            outcome = ErrorEvent(code=exc.code, message=exc.message)
+        except Exception as exc:
+            log.exception("turn of conversation %s failed", conversation_id)
+            outcome = ErrorEvent(code="internal_error", message=type(exc).__name__)
+        message = await self._persist(conversation_id, message_id, outcome, progress)
+        final = outcome.model_dump(mode="json") if outcome is not None else {"type": "error"}
+        await self._emit(conversation_id, {**final, "message": message_json(message)})
+        return message
+
+    async def _persist(
+        self, conversation_id: str, message_id: int, outcome: Event | None, progress: _Progress
+    ) -> Message:
+        async with self.sessionmaker() as session:
+            if outcome is not None and outcome.type == "done":
+                return await conversations.add_reply(
+                    session,
+                    conversation_id,
+                    message_id,
+                    content=outcome.text,
+                    status="ok",
+                    tool_calls=[c.model_dump(mode="json") for c in outcome.tool_calls],
+                    loaded_skills=[s.model_dump(mode="json") for s in outcome.loaded_skills],
+                    usage=outcome.usage.model_dump(mode="json"),
+                )
+            error = outcome if isinstance(outcome, ErrorEvent) else None
+            code = error.code if error else "internal_error"
+            return await conversations.add_reply(
+                session,
+                conversation_id,
+                message_id,
+                content="".join(progress.text),
+                status="cancelled" if code == "cancelled" else "error",
+                tool_calls=progress.tool_calls,
+                loaded_skills=None,  # state comes from the last good turn (chat_shell looks back)
+                usage=progress.usage,
+                error={"code": code, "message": error.message if error else "turn failed"},
+            )

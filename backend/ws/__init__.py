@@ -1,0 +1,1 @@
+"""Socket.IO: the `/chat` namespace and the sinks that emit to its rooms."""

@@ -1,0 +1,118 @@
+"""The `/chat` Socket.IO namespace (class-based, python-socketio).
+
+Events with a colon (`chat:send`) are dispatched to `on_chat_send`. Every handler answers with
+an ack: `{"ok": true, ...}` or the REST error shape `{"ok": false, "error": {...}}`.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import socketio
+from pydantic import BaseModel, Field, ValidationError
+
+from backend.auth.service import authenticate
+from backend.chat import conversations
+from backend.chat.runtime import ChatRuntime
+from backend.errors import InvalidRequest, SkillhiveError, Unauthorized
+from backend.ws.rooms import NAMESPACE, conversation_room, user_room
+
+log = logging.getLogger("skillhive.ws")
+
+MAX_CONTENT = 100_000
+
+
+class _ConversationRef(BaseModel):
+    conversation_id: str = Field(min_length=1, max_length=64)
+
+
+class _Send(_ConversationRef):
+    content: str = Field(min_length=1, max_length=MAX_CONTENT)
+
+
+def _error(exc: SkillhiveError) -> dict[str, Any]:
+    return {"ok": False, **exc.to_dict()}
+
+
+def _parse(model: type[BaseModel], data: Any) -> Any:
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        errors = [{"loc": list(e["loc"]), "msg": e["msg"]} for e in exc.errors()]
+        raise InvalidRequest("invalid event payload", details={"errors": errors}) from exc
+
+
+class ChatNamespace(socketio.AsyncNamespace):  # type: ignore[misc]
+    def __init__(self, runtime: ChatRuntime) -> None:
+        super().__init__(NAMESPACE)
+        self.runtime = runtime
+
+    async def trigger_event(self, event: str, *args: Any) -> Any:
+        handler_name = "on_" + event.replace(":", "_")
+        if event not in ("connect", "disconnect") and not hasattr(self, handler_name):
+            return {
+                "ok": False,
+                **InvalidRequest(f"unknown event {event!r}", code="unknown_event").to_dict(),
+            }
+        try:
+            return await super().trigger_event(event.replace(":", "_"), *args)
+        except SkillhiveError as exc:
+            if event == "connect":
+                raise
+            return _error(exc)
+        except Exception:
+            log.exception("socket.io handler %s failed", event)
+            return {
+                "ok": False,
+                "error": {"code": "internal_error", "message": "internal error", "details": {}},
+            }
+
+    async def on_connect(self, sid: str, environ: dict[str, Any], auth: Any = None) -> None:
+        token = auth.get("token") if isinstance(auth, dict) else None
+        if not isinstance(token, str) or not token:
+            raise socketio.exceptions.ConnectionRefusedError(
+                Unauthorized("connect with auth: {token}", code="missing_token").to_dict()
+            )
+        try:
+            async with self.runtime.sessionmaker() as session:
+                user = await authenticate(session, token)
+        except SkillhiveError as exc:
+            raise socketio.exceptions.ConnectionRefusedError(exc.to_dict()) from exc
+        await self.save_session(sid, {"user_id": user.id})
+        await self.enter_room(sid, user_room(user.id))
+
+    async def _user_id(self, sid: str) -> int:
+        session = await self.get_session(sid)
+        return int(session["user_id"])
+
+    async def _owned(
+        self, sid: str, data: Any, model: type[BaseModel] = _ConversationRef
+    ) -> tuple[int, Any]:
+        payload = _parse(model, data)
+        user_id = await self._user_id(sid)
+        async with self.runtime.sessionmaker() as session:
+            await conversations.get(session, user_id, payload.conversation_id)  # 404 if not theirs
+        return user_id, payload
+
+    async def on_conversation_join(self, sid: str, data: Any = None) -> dict[str, Any]:
+        _, payload = await self._owned(sid, data)
+        await self.enter_room(sid, conversation_room(payload.conversation_id))
+        return {"ok": True}
+
+    async def on_conversation_leave(self, sid: str, data: Any = None) -> dict[str, Any]:
+        payload = _parse(_ConversationRef, data)
+        await self.leave_room(sid, conversation_room(payload.conversation_id))
+        return {"ok": True}
+
+    async def on_chat_send(self, sid: str, data: Any = None) -> dict[str, Any]:
+        user_id, payload = await self._owned(sid, data, _Send)
+        message_id = await self.runtime.send(user_id, payload.conversation_id, payload.content)
+        return {"ok": True, "message_id": message_id}
+
+    async def on_chat_cancel(self, sid: str, data: Any = None) -> dict[str, Any]:
+        _, payload = await self._owned(sid, data)
+        return {
+            "ok": True,
+            "cancelled": await self.runtime.dispatcher.cancel(payload.conversation_id),
+        }
