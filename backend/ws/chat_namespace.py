@@ -57,9 +57,9 @@ class ChatNamespace(socketio.AsyncNamespace):  # type: ignore[misc]
             }
         try:
             return await super().trigger_event(event.replace(":", "_"), *args)
+        except socketio.exceptions.ConnectionRefusedError:
+            raise  # python-socketio turns it into the client's connect error
         except SkillhiveError as exc:
-            if event == "connect":
-                raise
             return _error(exc)
         except Exception:
             log.exception("socket.io handler %s failed", event)
@@ -70,15 +70,14 @@ class ChatNamespace(socketio.AsyncNamespace):  # type: ignore[misc]
 
     async def on_connect(self, sid: str, environ: dict[str, Any], auth: Any = None) -> None:
         token = auth.get("token") if isinstance(auth, dict) else None
-        if not isinstance(token, str) or not token:
-            raise socketio.exceptions.ConnectionRefusedError(
-                Unauthorized("connect with auth: {token}", code="missing_token").to_dict()
-            )
         try:
+            if not isinstance(token, str) or not token:
+                raise Unauthorized("connect with auth: {token}", code="missing_token")
             async with self.runtime.sessionmaker() as session:
                 user = await authenticate(session, token)
         except SkillhiveError as exc:
-            raise socketio.exceptions.ConnectionRefusedError(exc.to_dict()) from exc
+            # The client's connect_error gets {message, data: {"error": {code, message, details}}}
+            raise socketio.exceptions.ConnectionRefusedError(exc.message, exc.to_dict()) from exc
         await self.save_session(sid, {"user_id": user.id})
         await self.enter_room(sid, user_room(user.id))
 

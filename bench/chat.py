@@ -1,0 +1,242 @@
+"""Chat benchmark: `python -m bench.chat` (live gateway on loopback, embedded SQLite, instant
+fake model).
+
+1. A REST chat turn (JSON) and a Socket.IO chat turn through the gateway, each timed side by
+   side with calling chat_shell directly in-process (bench/_util.compare). Targets <= 2.0x.
+2. 100 concurrent Socket.IO conversations for 30 s: turns/s and errors (target 0 errors).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import socketio
+from langchain_core.messages import AIMessage
+
+from backend.app import create_asgi_app
+from backend.config import Settings
+from backend.db.migrate import upgrade
+from bench._util import compare
+from chat_shell.agent import run_turn
+from chat_shell.contracts import SkillSpec, TurnRequest
+from chat_shell.offline import ScriptedChatModel
+from chat_shell.ports import InMemoryFrontendChannel, InMemoryPackageSource
+from tests.support.live import live_server
+
+GHOST = {
+    "apiVersion": "skillhive.io/v1",
+    "kind": "Ghost",
+    "metadata": {"name": "bench"},
+    "spec": {
+        "systemPrompt": "You are a helpful assistant.",
+        "skills": ["skillhive-skill-authoring"],
+        "model": {"name": "offline"},  # replaced by the injected instant model
+    },
+}
+ANSWER = "An instant answer."
+
+
+def instant_model() -> ScriptedChatModel:
+    return ScriptedChatModel(script=[AIMessage(ANSWER)], cycle=True, record=False)
+
+
+async def admin_token(base: str) -> str:
+    from backend.auth import service
+    from backend.db.engine import create_engine, create_sessionmaker
+
+    settings = Settings()
+    engine = create_engine(settings.effective_database_url)
+    async with create_sessionmaker(engine)() as session:
+        user = await service.create_user(session, "bench", admin=False)
+        token = (await service.issue_token(session, user, "bench")).secret
+        await session.commit()
+    await engine.dispose()
+    return token
+
+
+class Conversations:
+    def __init__(self, client: httpx.AsyncClient) -> None:
+        self.client = client
+
+    async def new(self) -> str:
+        response = await self.client.post("/api/v1/conversations", json={"ghost": "dev/bench"})
+        response.raise_for_status()
+        return str(response.json()["id"])
+
+
+class SocketChat:
+    """One Socket.IO connection that can run turns in many conversations."""
+
+    def __init__(self, url: str, token: str) -> None:
+        self.url, self.token = url, token
+        self.sio = socketio.AsyncClient(reconnection=False)
+        self.waiters: dict[str, asyncio.Future[dict[str, Any]]] = {}
+        self.sio.on("chat:done", self._finished, namespace="/chat")
+        self.sio.on("chat:error", self._finished, namespace="/chat")
+
+    async def _finished(self, data: dict[str, Any]) -> None:
+        waiter = self.waiters.pop(data.get("conversation_id") or "", None)
+        if waiter is not None and not waiter.done():
+            waiter.set_result(data)
+
+    async def connect(self) -> None:
+        await self.sio.connect(
+            self.url,
+            namespaces=["/chat"],
+            auth={"token": self.token},
+            transports=["websocket"],
+            wait_timeout=20,
+        )
+
+    async def join(self, cid: str) -> None:
+        ack = await self.sio.call("conversation:join", {"conversation_id": cid}, namespace="/chat")
+        assert ack["ok"], ack
+
+    async def turn(self, cid: str, content: str = "hello") -> dict[str, Any]:
+        waiter = asyncio.get_running_loop().create_future()
+        self.waiters[cid] = waiter
+        ack = await self.sio.call(
+            "chat:send", {"conversation_id": cid, "content": content}, namespace="/chat", timeout=30
+        )
+        if not ack.get("ok"):
+            self.waiters.pop(cid, None)
+            raise RuntimeError(f"chat:send refused: {ack}")
+        return await asyncio.wait_for(waiter, 30)
+
+
+def direct_turn(skill: SkillSpec) -> Callable[[], Awaitable[None]]:
+    model = instant_model()
+    source, frontend = InMemoryPackageSource(), InMemoryFrontendChannel()
+
+    async def run() -> None:
+        request = TurnRequest(
+            conversation_id="bench",
+            user_id=1,
+            system_prompt=GHOST["spec"]["systemPrompt"],  # type: ignore[index]
+            skills=[skill],
+            user_message="hello",
+        )
+        async for event in run_turn(request, package_source=source, frontend=frontend, model=model):
+            if event.type == "error":
+                raise RuntimeError(event.message)
+
+    return run
+
+
+async def soak(
+    url: str, token: str, conversations: Conversations, clients: int, seconds: float
+) -> tuple[int, int]:
+    sockets = [SocketChat(url, token) for _ in range(clients)]
+    await asyncio.gather(*(s.connect() for s in sockets))
+    cids = [await conversations.new() for _ in sockets]
+    await asyncio.gather(*(s.join(c) for s, c in zip(sockets, cids, strict=True)))
+    deadline = time.monotonic() + seconds
+    turns = errors = 0
+
+    async def loop(sock: SocketChat, cid: str) -> None:
+        nonlocal turns, errors
+        while time.monotonic() < deadline:
+            try:
+                result = await sock.turn(cid)
+                if result.get("message", {}).get("status") == "ok":
+                    turns += 1
+                else:
+                    errors += 1
+            except Exception:
+                errors += 1
+
+    started = time.monotonic()
+    await asyncio.gather(*(loop(s, c) for s, c in zip(sockets, cids, strict=True)))
+    elapsed = time.monotonic() - started
+    await asyncio.gather(*(s.sio.disconnect() for s in sockets))
+    return round(turns / elapsed), errors
+
+
+async def run(pairs: int, clients: int, seconds: float) -> None:
+    workdir = Path(tempfile.mkdtemp(prefix="skillhive-bench-chat-"))
+    settings = Settings(data_dir=workdir, database_url=f"sqlite+aiosqlite:///{workdir}/chat.db")
+    upgrade(settings.effective_database_url)
+    import os
+
+    os.environ["SKILLHIVE_DATABASE_URL"] = settings.effective_database_url
+    app = create_asgi_app(settings, chat_model=instant_model())
+    with live_server(app) as url:
+        token = await admin_token(url)
+        headers = {"Authorization": f"Bearer {token}"}
+        async with httpx.AsyncClient(base_url=url, headers=headers, timeout=30) as client:
+            (await client.post("/api/v1/namespaces/dev/ghosts", json=GHOST)).raise_for_status()
+            skill_crd = (await client.get("/api/v1/public/skills/skillhive-skill-authoring")).json()
+            skill = SkillSpec(
+                name=skill_crd["metadata"]["name"],
+                description=skill_crd["spec"]["description"],
+                prompt=skill_crd["spec"]["prompt"],
+                public=True,
+            )
+            conversations = Conversations(client)
+            direct = direct_turn(skill)
+
+            rest_ids = iter([await conversations.new() for _ in range(pairs + 20)])
+
+            async def rest_turn() -> None:
+                response = await client.post(
+                    f"/api/v1/conversations/{next(rest_ids)}/messages", json={"content": "hello"}
+                )
+                assert response.status_code == 200 and response.json()["status"] == "ok", (
+                    response.text
+                )
+
+            rest = await compare(rest_turn, direct, pairs=pairs)
+            print(
+                f"REST turn: {rest.candidate_ms:.2f} ms"
+                f" vs chat_shell direct {rest.baseline_ms:.2f} ms"
+            )
+            print(f"rest_ratio: {rest.median_ratio:.2f} (target <= 2.0)")
+
+            sock = SocketChat(url, token)
+            await sock.connect()
+            sio_ids = [await conversations.new() for _ in range(pairs + 20)]
+            for cid in sio_ids:
+                await sock.join(cid)
+            sio_iter = iter(sio_ids)
+
+            async def sio_turn() -> None:
+                result = await sock.turn(next(sio_iter))
+                assert result["message"]["status"] == "ok", result
+
+            sio = await compare(sio_turn, direct, pairs=pairs)
+            await sock.sio.disconnect()
+            print(
+                f"Socket.IO turn: {sio.candidate_ms:.2f} ms"
+                f" vs chat_shell direct {sio.baseline_ms:.2f} ms"
+            )
+            print(f"sio_ratio: {sio.median_ratio:.2f} (target <= 2.0)")
+
+            turns_per_s, errors = await soak(url, token, conversations, clients, seconds)
+            print(
+                f"soak: {clients} concurrent Socket.IO conversations for {seconds:.0f} s: "
+                f"{turns_per_s} turns/s, {errors} errors (target 0)"
+            )
+    print(
+        f"RESULT chat rest_ratio={rest.median_ratio:.2f} sio_ratio={sio.median_ratio:.2f} "
+        f"turns_per_s={turns_per_s} errors={errors}"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--pairs", type=int, default=100)
+    parser.add_argument("--clients", type=int, default=100)
+    parser.add_argument("--seconds", type=float, default=30.0)
+    args = parser.parse_args()
+    asyncio.run(run(args.pairs, args.clients, args.seconds))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,241 @@
+"""Chat over REST (JSON and SSE) with the real ChatOpenAI client against a scripted server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from typing import Any
+
+import httpx
+from asgi_lifespan import LifespanManager
+
+from backend.app import create_app
+from backend.config import Settings
+from tests.backend.api.test_auth import assert_error
+from tests.backend.chat.conftest import PDF_PROMPT, ChatSetup, make_setup
+from tests.conftest import Account
+from tests.fake_openai_server import FakeOpenAIServer, Reply, ToolCall
+from tests.support.wait import eventually
+
+
+def system_prompt(request: dict[str, Any]) -> str:
+    return "\n".join(m["content"] for m in request["messages"] if m["role"] == "system")
+
+
+def load(skill: str) -> Reply:
+    return Reply(tool_calls=[ToolCall("load_skill", {"skill_name": skill})])
+
+
+async def send(client: httpx.AsyncClient, chat: ChatSetup, cid: str, text: str) -> httpx.Response:
+    return await client.post(
+        f"/api/v1/conversations/{cid}/messages",
+        json={"content": text},
+        headers=chat.account.headers,
+    )
+
+
+async def test_skill_loaded_in_turn_one_is_still_there_in_turn_two(
+    client: httpx.AsyncClient, chat: ChatSetup, model_server: FakeOpenAIServer
+) -> None:
+    cid = await chat.conversation(client)
+    model_server.script(load("pdf-tools"), Reply(text="Loaded, the form has 3 pages."))
+    first = await send(client, chat, cid, "Fill this PDF form")
+    assert first.status_code == 200, first.text
+    answer = first.json()
+    assert answer["role"] == "assistant" and answer["status"] == "ok"
+    assert answer["content"] == "Loaded, the form has 3 pages."
+    assert [s["name"] for s in answer["loaded_skills"]] == ["pdf-tools"]
+    assert [c["name"] for c in answer["tool_calls"]] == ["load_skill"]
+    assert answer["usage"]["prompt_tokens"] > 0
+    # lazy: the instructions were absent from the first call and present from the next one
+    first_call, second_call = model_server.requests
+    assert PDF_PROMPT not in system_prompt(first_call)
+    assert "pdf-tools" in system_prompt(first_call)  # the catalog
+    assert PDF_PROMPT in system_prompt(second_call)
+    assert model_server.headers[0]["authorization"] == "Bearer sk-test-key"
+
+    model_server.script(Reply(text="Still on it."))
+    second = await send(client, chat, cid, "And the second page?")
+    assert second.json()["content"] == "Still on it."
+    assert PDF_PROMPT in system_prompt(model_server.requests[0])
+
+    listed = await client.get(f"/api/v1/conversations/{cid}/messages", headers=chat.account.headers)
+    roles = [(m["role"], m["content"][:5]) for m in listed.json()["items"]]
+    assert roles == [
+        ("user", "Fill "),
+        ("assistant", "Loade"),
+        ("user", "And t"),
+        ("assistant", "Still"),
+    ]
+
+
+async def test_a_skill_drops_out_after_the_retention_window(
+    client: httpx.AsyncClient, alice: Account, model_server: FakeOpenAIServer
+) -> None:
+    chat = await make_setup(client, alice, model_server, retentionTurns=1)
+    cid = await chat.conversation(client)
+    model_server.script(load("pdf-tools"), Reply(text="ok"))
+    await send(client, chat, cid, "pdf please")
+    model_server.script(Reply(text="ok"))
+    await send(client, chat, cid, "next")  # one turn after the last use: still loaded
+    assert PDF_PROMPT in system_prompt(model_server.requests[0])
+    model_server.script(Reply(text="ok"))
+    third = await send(client, chat, cid, "something else")
+    assert PDF_PROMPT not in system_prompt(model_server.requests[0])
+    assert third.json()["loaded_skills"] == []
+
+
+async def test_a_gateway_restart_between_turns_keeps_loaded_skills(
+    settings: Settings, client: httpx.AsyncClient, chat: ChatSetup, model_server: FakeOpenAIServer
+) -> None:
+    cid = await chat.conversation(client)
+    model_server.script(load("pdf-tools"), Reply(text="ok"))
+    await send(client, chat, cid, "pdf please")
+
+    restarted = create_app(settings)  # a new process in all but name: nothing shared in memory
+    async with LifespanManager(restarted):
+        transport = httpx.ASGITransport(app=restarted)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as other:
+            model_server.script(Reply(text="still here"))
+            reply = await send(other, chat, cid, "continue")
+    assert reply.json()["content"] == "still here"
+    assert PDF_PROMPT in system_prompt(model_server.requests[0])
+
+
+def parse_sse(body: str) -> list[tuple[str, dict[str, Any]]]:
+    events = []
+    for block in body.strip().split("\n\n"):
+        lines = dict(line.split(": ", 1) for line in block.splitlines())
+        events.append((lines["event"], json.loads(lines["data"])))
+    return events
+
+
+async def test_sse_streams_the_turn_events(
+    client: httpx.AsyncClient, chat: ChatSetup, model_server: FakeOpenAIServer
+) -> None:
+    cid = await chat.conversation(client)
+    model_server.script(load("pdf-tools"), Reply(text="Streaming answer here."))
+    async with client.stream(
+        "POST",
+        f"/api/v1/conversations/{cid}/messages",
+        json={"content": "pdf"},
+        headers={**chat.account.headers, "Accept": "text/event-stream"},
+    ) as response:
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/event-stream")
+        body = (await response.aread()).decode()
+    events = parse_sse(body)
+    kinds = [kind for kind, _ in events]
+    assert kinds[0] == "start" and kinds[-1] == "done"
+    assert {"tool_start", "tool_end", "skill_loaded", "token", "usage"} <= set(kinds)
+    assert kinds.index("skill_loaded") < kinds.index("token")
+    text = "".join(data["delta"] for kind, data in events if kind == "token")
+    assert text == "Streaming answer here."
+    assert len([k for k in kinds if k == "token"]) > 1  # really streamed in pieces
+    done = events[-1][1]
+    assert done["message"]["content"] == "Streaming answer here."
+    assert done["message"]["id"] > 0
+
+
+async def test_offline_model_answers_without_any_server(
+    client: httpx.AsyncClient, alice: Account
+) -> None:
+    body = {
+        "apiVersion": "skillhive.io/v1",
+        "kind": "Ghost",
+        "metadata": {"name": "offline"},
+        "spec": {
+            "systemPrompt": "Be brief.",
+            "skills": ["skillhive-skill-authoring"],
+            "model": {"name": "offline"},
+        },
+    }
+    assert (
+        await client.post("/api/v1/namespaces/dev/ghosts", json=body, headers=alice.headers)
+    ).status_code == 201
+    created = await client.post(
+        "/api/v1/conversations", json={"ghost": "dev/offline"}, headers=alice.headers
+    )
+    cid = created.json()["id"]
+    reply = await client.post(
+        f"/api/v1/conversations/{cid}/messages",
+        json={"content": "How do I write a skill for skillhive?"},
+        headers=alice.headers,
+    )
+    assert reply.status_code == 200, reply.text
+    message = reply.json()
+    assert message["status"] == "ok"
+    assert "offline" in message["content"].lower()
+    assert [s["name"] for s in message["loaded_skills"]] == ["skillhive-skill-authoring"]
+
+
+async def test_a_failing_model_stores_an_error_answer(
+    client: httpx.AsyncClient, chat: ChatSetup, model_server: FakeOpenAIServer
+) -> None:
+    cid = await chat.conversation(client)
+    model_server.script(Reply(status=500, text="upstream exploded"))
+    reply = await send(client, chat, cid, "hello")
+    assert reply.status_code == 200
+    message = reply.json()
+    assert message["status"] == "error"
+    assert message["error"]["code"]
+    assert message["loaded_skills"] is None
+    listed = await client.get(f"/api/v1/conversations/{cid}/messages", headers=chat.account.headers)
+    assert [m["role"] for m in listed.json()["items"]] == ["user", "assistant"]
+
+
+async def test_second_send_during_a_turn_is_409_and_cancel_stores_a_cancelled_answer(
+    client: httpx.AsyncClient, chat: ChatSetup, model_server: FakeOpenAIServer
+) -> None:
+    cid = await chat.conversation(client)
+    gate = threading.Event()
+    model_server.script(Reply(text="a long answer that is held open", gate=gate))
+    running = asyncio.create_task(send(client, chat, cid, "first"))
+    try:
+
+        async def started() -> bool:
+            return len(model_server.requests) == 1
+
+        await eventually(started)
+        second = await send(client, chat, cid, "second")
+        assert_error(second, 409, "turn_in_progress")
+        cancelled = await client.post(
+            f"/api/v1/conversations/{cid}/cancel", headers=chat.account.headers
+        )
+        assert cancelled.json() == {"cancelled": True}
+    finally:
+        gate.set()
+    answer = (await running).json()
+    assert answer["status"] == "cancelled"
+    assert answer["error"]["code"] == "cancelled"
+    listed = await client.get(f"/api/v1/conversations/{cid}/messages", headers=chat.account.headers)
+    assert [m["content"] for m in listed.json()["items"] if m["role"] == "user"] == ["first"]
+    # the conversation is free again
+    model_server.script(Reply(text="ok"))
+    assert (await send(client, chat, cid, "again")).json()["content"] == "ok"
+
+
+async def test_conversations_are_private(
+    client: httpx.AsyncClient, chat: ChatSetup, bob: Account
+) -> None:
+    cid = await chat.conversation(client)
+    for method, path, body in [
+        ("GET", f"/api/v1/conversations/{cid}", None),
+        ("DELETE", f"/api/v1/conversations/{cid}", None),
+        ("GET", f"/api/v1/conversations/{cid}/messages", None),
+        ("POST", f"/api/v1/conversations/{cid}/messages", {"content": "hi"}),
+        ("POST", f"/api/v1/conversations/{cid}/cancel", None),
+    ]:
+        response = await client.request(method, path, json=body, headers=bob.headers)
+        assert_error(response, 404, "conversation_not_found")
+    other = await client.post(
+        "/api/v1/conversations", json={"ghost": "dev/helper"}, headers=bob.headers
+    )
+    assert other.status_code == 404  # alice's Ghost is not bob's to use
+    assert (await client.get("/api/v1/conversations", headers=bob.headers)).json()["items"] == []
+    mine = await client.get("/api/v1/conversations", headers=chat.account.headers)
+    assert [c["id"] for c in mine.json()["items"]] == [cid]
+    assert (
+        await client.delete(f"/api/v1/conversations/{cid}", headers=chat.account.headers)
+    ).status_code == 204
