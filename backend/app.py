@@ -15,7 +15,17 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from backend.api.access_log import AccessLogMiddleware
 from backend.api.errors import install_error_handlers
-from backend.api.routes import conversations, health, me, secrets, skills, tokens, users
+from backend.api.routes import (
+    apply,
+    conversations,
+    ghosts,
+    health,
+    me,
+    secrets,
+    skills,
+    tokens,
+    users,
+)
 from backend.auth import service as auth_service
 from backend.auth.tokens import MIN_BOOTSTRAP_TOKEN_LENGTH
 from backend.chat.runtime import ChatRuntime
@@ -57,6 +67,9 @@ def _api_router() -> APIRouter:
         api.include_router(module.router)
     api.include_router(skills.namespaced)
     api.include_router(skills.public)
+    api.include_router(ghosts.namespaced)
+    api.include_router(ghosts.public)
+    api.include_router(apply.router)
     return api
 
 

@@ -15,6 +15,8 @@ stack. This loader:
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -86,7 +88,7 @@ class _JsonLoader(_Loader):
 
 def load_yaml(text: str, *, max_expanded: int) -> LoadedYaml:
     """Load one YAML document; its alias-expanded size must stay within `max_expanded`."""
-    try:
+    with _yaml_errors():
         _check_nesting(text)
         loader = _JsonLoader(text)
         try:
@@ -97,6 +99,36 @@ def load_yaml(text: str, *, max_expanded: int) -> LoadedYaml:
             return LoadedYaml(loader.construct_document(node), _raw_scalars(node))
         finally:
             loader.dispose()
+
+
+def load_yaml_all(text: str, *, max_expanded: int, max_documents: int) -> list[Any]:
+    """Every document of a stream (empty ones as None); all of them together, aliases expanded,
+    must stay within `max_expanded`."""
+    with _yaml_errors():
+        _check_nesting(text)
+        loader = _JsonLoader(text)
+        try:
+            documents: list[Any] = []
+            budget = max_expanded
+            while loader.check_node():
+                if len(documents) == max_documents:
+                    raise YamlError(f"more than {max_documents} documents", too_complex=True)
+                node = loader.get_node()
+                if node is None:  # not after check_node(); for the type checker
+                    break
+                budget -= _Expansion(budget).measure(node, 0)[0]
+                if budget < 0:
+                    raise YamlError(f"expands to more than {max_expanded} bytes", too_complex=True)
+                documents.append(loader.construct_document(node))
+            return documents
+        finally:
+            loader.dispose()
+
+
+@contextmanager
+def _yaml_errors() -> Iterator[None]:
+    try:
+        yield
     except MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else None

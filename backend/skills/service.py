@@ -16,6 +16,7 @@ from backend.config import Settings
 from backend.db.models import SYSTEM_USER_ID, Kind, SkillBinary
 from backend.db.types import utcnow
 from backend.errors import InvalidRequest
+from backend.ghosts.references import release_skill
 from backend.kinds import store
 from backend.kinds.store import Scope
 from backend.skills.limits import ArchiveLimits
@@ -126,8 +127,10 @@ async def patch(
     return row.json
 
 
-async def delete(session: AsyncSession, scope: Scope, name: str) -> None:
+async def delete(session: AsyncSession, scope: Scope, name: str, *, force: bool = False) -> None:
     row = await store.get(session, SKILL_KIND, scope, name)
+    # Ghosts relying on the skill: 409 `skill_referenced`, or with `force` drop the references.
+    await release_skill(session, scope, name, force=force)
     await session.delete(row)  # the binary goes with it (ON DELETE CASCADE)
     await session.commit()
 

@@ -113,8 +113,11 @@ def _register(router: APIRouter, read_scope: ScopeDep, write_scope: ScopeDep, *,
         return crd_response(crd)
 
     @router.delete("/{name}", status_code=204)
-    async def delete_skill(name: str, scope: WriteScope, session: SessionDep) -> Response:
-        await service.delete(session, scope, name)
+    async def delete_skill(
+        name: str, scope: WriteScope, session: SessionDep, force: bool = False
+    ) -> Response:
+        """409 `skill_referenced` while Ghosts use it; `force=true` removes it from them."""
+        await service.delete(session, scope, name, force=force)
         return Response(status_code=204)
 
     @router.get("/{name}/package", responses={304: {"description": "not modified"}})

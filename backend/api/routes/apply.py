@@ -1,0 +1,71 @@
+"""`POST /apply`: Ghost CRDs as multi-document YAML or a JSON list, applied all or nothing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request
+
+from backend.api.body import JSON_TYPES, YAML_TYPES, media_type, parse_json, read_body, unsupported
+from backend.api.deps import CurrentUser, SessionDep
+from backend.errors import InvalidRequest
+from backend.ghosts.apply import apply
+from backend.skills.safe_yaml import YamlError, load_yaml_all
+
+router = APIRouter(tags=["apply"])
+
+MAX_APPLY_BYTES = 4 * 1024 * 1024
+MAX_DOCUMENTS = 100
+# Aliases may repeat nodes: what the YAML expands to is bounded like the body itself.
+MAX_EXPANDED = 2 * MAX_APPLY_BYTES
+
+_BODY_OPENAPI = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "application/yaml": {"schema": {"type": "string"}},
+            "application/json": {"schema": {"type": "array", "items": {"type": "object"}}},
+        },
+    }
+}
+
+
+def parse_documents(data: bytes, media: str) -> list[Any]:
+    """The documents of a YAML stream or a JSON list (or one JSON object)."""
+    if media in YAML_TYPES:
+        try:
+            return load_yaml_all(
+                data.decode("utf-8"), max_expanded=MAX_EXPANDED, max_documents=MAX_DOCUMENTS
+            )
+        except UnicodeDecodeError:
+            raise InvalidRequest("YAML must be UTF-8", code="invalid_yaml") from None
+        except YamlError as exc:
+            where = f" (line {exc.line})" if exc.line else ""
+            raise InvalidRequest(
+                f"invalid YAML{where}: {exc}",
+                code="yaml_too_complex" if exc.too_complex else "invalid_yaml",
+                details={"line": exc.line},
+            ) from None
+    if media in JSON_TYPES:
+        value = parse_json(data)
+        documents = value if isinstance(value, list) else [value]
+        if len(documents) > MAX_DOCUMENTS:
+            raise InvalidRequest(
+                f"at most {MAX_DOCUMENTS} objects per apply",
+                code="too_many_documents",
+                details={"limit": MAX_DOCUMENTS},
+            )
+        return documents
+    raise unsupported("application/yaml (multi-document) or application/json (a list)")
+
+
+@router.post("/apply", openapi_extra=_BODY_OPENAPI)
+async def apply_objects(request: Request, user: CurrentUser, session: SessionDep) -> Any:
+    """Create or update each Ghost; `{items: [{kind, namespace, name, action}]}` with action
+    `created`, `configured` or `unchanged`. One invalid object: 422 naming its `index`, and
+    nothing is written."""
+    media = media_type(request)
+    if media not in YAML_TYPES | JSON_TYPES:
+        raise unsupported("application/yaml (multi-document) or application/json (a list)")
+    documents = parse_documents(await read_body(request, MAX_APPLY_BYTES), media)
+    return {"items": await apply(session, user, documents)}

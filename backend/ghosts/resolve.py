@@ -1,0 +1,83 @@
+"""What a Ghost reference and a Ghost's skill names point to, for chat and for validation.
+
+A reference is `<namespace>/<name>` (the caller's own Ghost) or `public/<name>`. A skill name
+resolves to the owner's skill in the Ghost's namespace, else to the public skill of that name;
+a public Ghost sees public skills only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import and_, or_, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from backend.crd.common import name_problem
+from backend.crd.ghost import GHOST_KIND
+from backend.crd.skill import SKILL_KIND
+from backend.db.models import SYSTEM_USER_ID, Kind
+from backend.errors import InvalidRequest
+from backend.ghosts import PUBLIC_GHOSTS, PUBLIC_NAMESPACE
+from backend.kinds import store
+from backend.kinds.store import Scope
+from backend.skills.service import PUBLIC_SCOPE as PUBLIC_SKILLS
+
+
+def parse_ref(user_id: int, ref: str) -> tuple[Scope, str]:
+    """(owner scope, name) of `ns/name` (the caller's) or `public/name`."""
+    namespace, _, name = ref.partition("/")
+    if any(name_problem(part) is not None for part in (namespace, name)):
+        raise InvalidRequest(
+            "a Ghost reference is '<namespace>/<name>' or 'public/<name>'",
+            code="invalid_ghost_ref",
+            details={"ref": ref[:200]},
+        )
+    if namespace == PUBLIC_NAMESPACE:
+        return PUBLIC_GHOSTS, name
+    return Scope(user_id, namespace), name
+
+
+async def resolve_ghost(
+    session: AsyncSession, user_id: int, ref: str
+) -> tuple[dict[str, Any], Scope]:
+    """The Ghost CRD `ref` names for `user_id` and its owner scope; 404 `ghost_not_found`."""
+    scope, name = parse_ref(user_id, ref)
+    row = await store.get(session, GHOST_KIND, scope, name)
+    return row.json, scope
+
+
+async def skill_rows(
+    session: AsyncSession, owner: Scope, names: Sequence[str], *, lock: bool = False
+) -> dict[str, Kind]:
+    """name -> the skill row each name resolves to; unresolved names are absent.
+
+    `lock` takes a shared row lock (PostgreSQL) so a concurrent skill delete waits for the
+    Ghost write that relies on the skill, then sees the new reference.
+    """
+    wanted = set(names)
+    if not wanted:
+        return {}
+    scopes = [PUBLIC_SKILLS]
+    if owner.user_id != SYSTEM_USER_ID:
+        scopes.append(owner)
+    stmt = select(Kind).where(
+        Kind.kind == SKILL_KIND,
+        Kind.name.in_(wanted),
+        or_(*(and_(Kind.user_id == s.user_id, Kind.namespace == s.namespace) for s in scopes)),
+    )
+    if lock:
+        stmt = stmt.with_for_update(read=True)
+    found: dict[str, Kind] = {}
+    for row in await session.scalars(stmt):
+        if row.name not in found or row.user_id != SYSTEM_USER_ID:  # own beats public
+            found[row.name] = row
+    return found
+
+
+async def resolve_skills(
+    session: AsyncSession, owner_scope: Scope, names: Sequence[str]
+) -> list[dict[str, Any]]:
+    """The Skill CRDs `names` resolve to, in the order given; unresolved names are skipped."""
+    found = await skill_rows(session, owner_scope, names)
+    return [found[n].json for n in dict.fromkeys(names) if n in found]

@@ -1,0 +1,232 @@
+"""A Ghost CRD from a request body: shape, place, skills lists and MCP servers, without the DB.
+
+Each failure is a 422 with a stable code and the offending names in `details`. Messages and
+details carry names and field paths only, never input values: an MCP header may hold a
+credential.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from backend.crd.ghost import Ghost
+from backend.crd.skill import McpServer
+from backend.db.models import SYSTEM_USER_ID
+from backend.errors import InvalidRequest
+from backend.ghosts import PUBLIC_GHOSTS, PUBLIC_NAMESPACE
+from backend.kinds.store import Scope
+from backend.secrets.service import NAME_RE as SECRET_NAME
+from backend.secrets.service import check_name as check_secret_name
+from chat_shell.tools.mcp import (
+    McpConfigError,
+    McpPlaceholderError,
+    McpServerConfig,
+    McpStdioForbiddenError,
+    check_stdio_allowed,
+    find_placeholders,
+    parse_mcp_server,
+    validate_placeholders,
+)
+
+# Server names prefix tool names (`<server>_<tool>`) and appear in events: keep them plain.
+SERVER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+_MCP_LOCS = {("spec", "mcpServers"), ("spec", "mcp_servers")}
+
+
+@dataclass(frozen=True)
+class GhostInput:
+    ghost: Ghost
+    secrets: frozenset[str]  # secret names it uses: model.apiKeySecret and ${{secrets.NAME}}
+
+    @property
+    def crd(self) -> dict[str, Any]:
+        """The CRD to store; the store stamps resourceVersion and creationTimestamp."""
+        return self.ghost.model_dump(
+            mode="json",
+            exclude_none=True,
+            exclude={"metadata": {"resource_version", "creation_timestamp"}},
+        )
+
+
+def _invalid(code: str, message: str, **details: Any) -> InvalidRequest:
+    return InvalidRequest(message, code=code, details=details)
+
+
+def parse_ghost(body: Any, scope: Scope, *, name: str | None = None) -> GhostInput:
+    """The Ghost `body` describes, placed in `scope`; `name` is the URL's on PUT.
+
+    `stdio` MCP servers start processes on the worker (DESIGN.md §5): they are accepted only in
+    public Ghosts, which only admins write. A user's Ghost refuses them, an admin's own too.
+    """
+    if not isinstance(body, dict):
+        raise _invalid("invalid_ghost", "a Ghost must be a JSON object")
+    try:
+        ghost = Ghost.model_validate(body)
+    except ValidationError as exc:
+        raise _shape_error(exc) from None
+    _check_place(ghost, body["metadata"], scope, name)
+    _check_skill_lists(ghost)
+    configs = check_mcp_servers(ghost.spec.mcp_servers, trusted=scope == PUBLIC_GHOSTS)
+    secrets = {ref for config in configs.values() for ref in _secret_refs(config)}
+    if ghost.spec.model.api_key_secret is not None:
+        check_secret_name(ghost.spec.model.api_key_secret)
+        secrets.add(ghost.spec.model.api_key_secret)
+    ghost.metadata.namespace = scope.namespace
+    return GhostInput(ghost, frozenset(secrets))
+
+
+def _shape_error(exc: ValidationError) -> InvalidRequest:
+    raw = exc.errors(include_url=False, include_input=False, include_context=False)
+    if all(tuple(e["loc"][:2]) in _MCP_LOCS and len(e["loc"]) > 2 for e in raw):
+        # Only MCP servers are wrong: shaped like the errors of `check_mcp_servers`.
+        problems = [
+            {
+                "server": str(e["loc"][2]),
+                "field": ".".join(str(p) for p in e["loc"][3:]),
+                "message": e["msg"],
+            }
+            for e in raw
+        ]
+        servers = sorted({p["server"] for p in problems})
+        return _invalid(
+            "mcp_config_invalid",
+            f"invalid MCP server config: {', '.join(servers)}",
+            servers=servers,
+            errors=problems,
+        )
+    errors = [{"loc": list(e["loc"]), "msg": e["msg"], "type": e["type"]} for e in raw]
+    where = ".".join(str(p) for p in raw[0]["loc"]) or "body"
+    return _invalid("invalid_ghost", f"invalid Ghost: {where}: {raw[0]['msg']}", errors=errors)
+
+
+def _check_place(ghost: Ghost, metadata: Mapping[str, Any], scope: Scope, name: str | None) -> None:
+    if name is not None and ghost.metadata.name != name:
+        raise _invalid(
+            "name_mismatch",
+            f"metadata.name is {ghost.metadata.name!r}; this URL addresses {name!r}",
+            expected=name,
+            found=ghost.metadata.name,
+        )
+    found = metadata.get("namespace")
+    if found is not None and found != scope.namespace:
+        raise _invalid(
+            "namespace_mismatch",
+            f"metadata.namespace is {found!r}; this URL addresses {scope.namespace!r}",
+            expected=scope.namespace,
+            found=found,
+        )
+    if scope.user_id != SYSTEM_USER_ID and scope.namespace == PUBLIC_NAMESPACE:
+        raise _invalid(
+            "invalid_namespace",
+            f"namespace {PUBLIC_NAMESPACE!r} is reserved for public Ghosts",
+            namespace=PUBLIC_NAMESPACE,
+        )
+
+
+def _check_skill_lists(ghost: Ghost) -> None:
+    spec = ghost.spec
+    lists = (spec.skills, spec.preload_skills)
+    twice = sorted({n for names in lists for n, count in Counter(names).items() if count > 1})
+    if twice:
+        raise _invalid("duplicate_skills", f"skills listed twice: {', '.join(twice)}", skills=twice)
+    known = set(spec.skills)
+    extra = [n for n in spec.preload_skills if n not in known]
+    if extra:
+        raise _invalid(
+            "preload_not_in_skills",
+            f"preload_skills must also be in skills: {', '.join(extra)}",
+            skills=extra,
+        )
+
+
+def check_mcp_servers(
+    servers: Mapping[str, McpServer], *, trusted: bool
+) -> dict[str, McpServerConfig]:
+    """Parse with chat_shell's rules (the ones a turn applies); the problems of every server."""
+    bad_names = [n[:64] for n in servers if not SERVER_NAME.fullmatch(n)]
+    if bad_names:
+        raise _invalid(
+            "mcp_config_invalid",
+            "MCP server names are 1-64 letters, digits, '_', '.' or '-', starting alphanumeric",
+            servers=bad_names,
+            errors=[{"server": n, "message": "invalid server name"} for n in bad_names],
+        )
+    configs: dict[str, McpServerConfig] = {}
+    errors: list[dict[str, Any]] = []
+    for name, server in servers.items():
+        try:
+            config = parse_mcp_server(
+                server.model_dump(mode="json", exclude_none=True), trusted=trusted
+            )
+        except McpConfigError as exc:
+            errors.append({"server": name, "message": exc.message})
+            continue
+        if config.timeout is not None and not math.isfinite(config.timeout):
+            errors.append({"server": name, "message": "timeout must be a finite number"})
+            continue
+        configs[name] = config
+    if errors:
+        names = [e["server"] for e in errors]
+        raise _invalid(
+            "mcp_config_invalid",
+            f"invalid MCP server config: {', '.join(names)}",
+            servers=names,
+            errors=errors,
+        )
+    _check_stdio(configs)
+    _check_placeholders(configs)
+    return configs
+
+
+def _check_stdio(configs: Mapping[str, McpServerConfig]) -> None:
+    forbidden: list[str] = []
+    for name, config in configs.items():
+        try:
+            check_stdio_allowed(name, config)
+        except McpStdioForbiddenError:
+            forbidden.append(name)
+    if forbidden:
+        raise _invalid(
+            "mcp_stdio_forbidden",
+            f"stdio MCP servers are allowed only in server configuration, public skills and "
+            f"public Ghosts: {', '.join(forbidden)}",
+            servers=forbidden,
+        )
+
+
+def _secret_refs(config: McpServerConfig) -> set[str]:
+    return {p.partition(".")[2] for p in find_placeholders(config) if p.startswith("secrets.")}
+
+
+def _check_placeholders(configs: Mapping[str, McpServerConfig]) -> None:
+    problems: list[dict[str, Any]] = []
+    for name, config in configs.items():
+        try:
+            validate_placeholders(config)
+        except McpPlaceholderError as exc:
+            problems.append({"server": name, "message": exc.message, **exc.details})
+            continue
+        for ref in sorted(_secret_refs(config)):
+            if not SECRET_NAME.fullmatch(ref):
+                problems.append(
+                    {
+                        "server": name,
+                        "message": f"${{{{secrets.{ref}}}}} does not name a secret",
+                        "placeholder": f"secrets.{ref}",
+                    }
+                )
+    if problems:
+        names = sorted({p["server"] for p in problems})
+        raise _invalid(
+            "mcp_placeholder_invalid",
+            f"invalid placeholders in MCP servers: {', '.join(names)}",
+            servers=names,
+            errors=problems,
+        )
