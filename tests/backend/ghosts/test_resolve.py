@@ -1,0 +1,67 @@
+"""resolve_ghost / resolve_skills: what the chat builder gets for a reference and skill names."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+from fastapi import FastAPI
+
+from backend.errors import InvalidRequest, NotFound
+from backend.ghosts import PUBLIC_GHOSTS
+from backend.ghosts.resolve import resolve_ghost, resolve_skills
+from backend.kinds.store import Scope
+from tests.backend.api.ghost_helpers import PUBLIC, add_skill, create, ghost
+from tests.conftest import Account
+
+PUBLIC_SKILLS = "/api/v1/public/skills"
+
+
+async def test_a_reference_resolves_to_the_callers_own_or_a_public_ghost(
+    app: FastAPI, client: httpx.AsyncClient, alice: Account, bob: Account, admin: Account
+) -> None:
+    assert (await create(client, alice.headers, ghost("mine"))).status_code == 201
+    assert (await create(client, admin.headers, ghost("shared"), base=PUBLIC)).status_code == 201
+    async with app.state.sessionmaker() as session:
+        crd, scope = await resolve_ghost(session, alice.id, "dev/mine")
+        assert scope == Scope(alice.id, "dev")
+        assert crd["metadata"]["name"] == "mine" and crd["spec"]["systemPrompt"] == "You help."
+        crd, scope = await resolve_ghost(session, bob.id, "public/shared")
+        assert scope == PUBLIC_GHOSTS and crd["metadata"]["namespace"] == "public"
+        for user_id, ref in ((bob.id, "dev/mine"), (alice.id, "dev/none"), (alice.id, "public/x")):
+            with pytest.raises(NotFound) as missing:
+                await resolve_ghost(session, user_id, ref)
+            assert missing.value.code == "ghost_not_found"
+
+
+@pytest.mark.parametrize("ref", ["", "mine", "dev/", "/mine", "dev/mine/x", "Dev/mine", "dev/a b"])
+async def test_a_malformed_reference_is_refused(app: FastAPI, alice: Account, ref: str) -> None:
+    async with app.state.sessionmaker() as session:
+        with pytest.raises(InvalidRequest) as refused:
+            await resolve_ghost(session, alice.id, ref)
+    assert refused.value.code == "invalid_ghost_ref"
+
+
+async def test_skills_resolve_own_first_then_public_in_the_order_given(
+    app: FastAPI, client: httpx.AsyncClient, alice: Account, bob: Account, admin: Account
+) -> None:
+    for name in ("both", "public-only"):
+        await add_skill(client, admin.headers, name, base=PUBLIC_SKILLS)
+    for name in ("both", "own-only"):
+        await add_skill(client, alice.headers, name)
+    await add_skill(client, bob.headers, "bobs")
+    names = ["public-only", "both", "missing", "own-only", "bobs", "both"]
+    async with app.state.sessionmaker() as session:
+        own = await resolve_skills(session, Scope(alice.id, "dev"), names)
+        elsewhere = await resolve_skills(session, Scope(alice.id, "prod"), names)
+        public = await resolve_skills(session, PUBLIC_GHOSTS, names)
+    assert [(s["metadata"]["name"], s["status"]["public"]) for s in own] == [
+        ("public-only", True),
+        ("both", False),
+        ("own-only", False),
+    ]
+    assert [(s["metadata"]["name"], s["status"]["public"]) for s in elsewhere] == [
+        ("public-only", True),
+        ("both", True),
+    ]
+    assert [s["metadata"]["name"] for s in public] == ["public-only", "both"]
+    assert all(s["status"]["public"] for s in public)
