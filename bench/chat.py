@@ -1,5 +1,5 @@
-"""Chat benchmark: `python -m bench.chat` (live gateway on loopback, embedded SQLite, instant
-fake model).
+"""Chat benchmark: `python -m bench.chat` (a gateway process on loopback, embedded SQLite,
+instant fake model; the client and the in-process baseline run in this process).
 
 1. A REST chat turn (JSON) and a Socket.IO chat turn through the gateway, each timed side by
    side with calling chat_shell directly in-process (bench/_util.compare). Targets <= 2.0x.
@@ -10,25 +10,27 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
+import socket
+import subprocess
+import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx
 import socketio
-from langchain_core.messages import AIMessage
 
-from backend.app import create_asgi_app
 from backend.config import Settings
 from backend.db.migrate import upgrade
+from bench._gateway import instant_model
 from bench._util import compare
 from chat_shell.agent import run_turn
 from chat_shell.contracts import SkillSpec, TurnRequest
-from chat_shell.offline import ScriptedChatModel
 from chat_shell.ports import InMemoryFrontendChannel, InMemoryPackageSource
-from tests.support.live import live_server
 
 GHOST = {
     "apiVersion": "skillhive.io/v1",
@@ -40,18 +42,12 @@ GHOST = {
         "model": {"name": "offline"},  # replaced by the injected instant model
     },
 }
-ANSWER = "An instant answer."
 
 
-def instant_model() -> ScriptedChatModel:
-    return ScriptedChatModel(script=[AIMessage(ANSWER)], cycle=True, record=False)
-
-
-async def admin_token(base: str) -> str:
+async def admin_token(settings: Settings) -> str:
     from backend.auth import service
     from backend.db.engine import create_engine, create_sessionmaker
 
-    settings = Settings()
     engine = create_engine(settings.effective_database_url)
     async with create_sessionmaker(engine)() as session:
         user = await service.create_user(session, "bench", admin=False)
@@ -163,12 +159,8 @@ async def run(pairs: int, clients: int, seconds: float) -> None:
     workdir = Path(tempfile.mkdtemp(prefix="skillhive-bench-chat-"))
     settings = Settings(data_dir=workdir, database_url=f"sqlite+aiosqlite:///{workdir}/chat.db")
     upgrade(settings.effective_database_url)
-    import os
-
-    os.environ["SKILLHIVE_DATABASE_URL"] = settings.effective_database_url
-    app = create_asgi_app(settings, chat_model=instant_model())
-    with live_server(app) as url:
-        token = await admin_token(url)
+    with gateway_process(settings) as url:
+        token = await admin_token(settings)
         headers = {"Authorization": f"Bearer {token}"}
         async with httpx.AsyncClient(base_url=url, headers=headers, timeout=30) as client:
             (await client.post("/api/v1/namespaces/dev/ghosts", json=GHOST)).raise_for_status()
@@ -227,6 +219,40 @@ async def run(pairs: int, clients: int, seconds: float) -> None:
         f"RESULT chat rest_ratio={rest.median_ratio:.2f} sio_ratio={sio.median_ratio:.2f} "
         f"turns_per_s={turns_per_s} errors={errors}"
     )
+
+
+@contextmanager
+def gateway_process(settings: Settings) -> Iterator[str]:
+    port = free_port()
+    env = {
+        **os.environ,
+        "SKILLHIVE_DATABASE_URL": settings.effective_database_url,
+        "SKILLHIVE_DATA_DIR": str(settings.data_dir),
+        "SKILLHIVE_LOG_LEVEL": "WARNING",
+    }
+    process = subprocess.Popen([sys.executable, "-m", "bench._gateway", str(port)], env=env)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(url + "/readyz", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("the gateway did not start")
+            time.sleep(0.1)
+        yield url
+    finally:
+        process.terminate()
+        process.wait(20)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 def main() -> None:

@@ -6,6 +6,7 @@ engine sees.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -112,6 +113,21 @@ def ghost_servers(inputs: TurnInputs, settings: Settings) -> dict[str, McpServer
         inputs.ghost["spec"].get("mcpServers", {}), trusted=inputs.ghost_is_public
     )
     return merge_mcp_servers(global_servers, ghost, {})
+
+
+SECRET_MARKER = "secrets."
+
+
+def needs_secrets(
+    ghost: Mapping[str, Any], skills: Sequence[Mapping[str, Any]], settings: Settings
+) -> bool:
+    """Whether anything this turn may use refers to a user secret (key or placeholder)."""
+    spec = ghost["spec"]
+    if (spec.get("model") or {}).get("apiKeySecret"):
+        return True
+    configs = [spec.get("mcpServers"), settings.mcp_servers]
+    configs += [s["spec"].get("mcpServers") for s in skills]
+    return any(SECRET_MARKER in json.dumps(c) for c in configs if c)
 
 
 def build_turn_request(inputs: TurnInputs, settings: Settings) -> TurnRequest:

@@ -10,7 +10,7 @@ from sqlalchemy import and_, func, or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from backend.db.models import Conversation, Message
+from backend.db.models import Conversation, Message, User
 from backend.db.types import utcnow
 from backend.errors import NotFound
 from backend.kinds import cursor
@@ -20,8 +20,12 @@ HISTORY_MESSAGES = 100  # the newest messages a turn sees; older ones only count
 
 
 @dataclass(frozen=True)
-class History:
-    messages: list[Message]  # oldest first, at most HISTORY_MESSAGES
+class TurnWindow:
+    """What a turn for one user message needs from the message table, in one query."""
+
+    user_message: Message | None
+    reply: Message | None  # the stored answer, if this turn already ran
+    history: list[Message]  # oldest first, at most HISTORY_MESSAGES, before the user message
     user_turns_before: int  # user messages older than the window (keeps turn indices exact)
 
 
@@ -41,14 +45,6 @@ async def get(session: AsyncSession, user_id: int, conversation_id: str) -> Conv
         )
     )
     if found is None:  # someone else's conversation is indistinguishable from none
-        raise NotFound("conversation not found", code="conversation_not_found")
-    return found
-
-
-async def get_any(session: AsyncSession, conversation_id: str) -> Conversation:
-    """No owner filter: for the turn runner, which acts on a conversation a user already owns."""
-    found = await session.get(Conversation, conversation_id)
-    if found is None:
         raise NotFound("conversation not found", code="conversation_not_found")
     return found
 
@@ -127,29 +123,52 @@ async def add_reply(
     return message
 
 
-async def reply_to(session: AsyncSession, user_message_id: int) -> Message | None:
-    return await session.scalar(select(Message).where(Message.reply_to == user_message_id))
-
-
-async def history_before(session: AsyncSession, conversation_id: str, message_id: int) -> History:
-    older = Message.conversation_id == conversation_id, Message.id < message_id
+async def turn_window(session: AsyncSession, conversation_id: str, message_id: int) -> TurnWindow:
     rows = list(
         await session.scalars(
-            select(Message).where(*older).order_by(Message.id.desc()).limit(HISTORY_MESSAGES)
+            select(Message)
+            .where(
+                Message.conversation_id == conversation_id,
+                or_(Message.id <= message_id, Message.reply_to == message_id),
+            )
+            .order_by(Message.id.desc())
+            .limit(HISTORY_MESSAGES + 2)
         )
     )
-    rows.reverse()
+    reply = next((m for m in rows if m.reply_to == message_id), None)
+    user_message = next((m for m in rows if m.id == message_id), None)
+    history = [m for m in rows if m.id < message_id][:HISTORY_MESSAGES]
+    history.reverse()
     before = 0
-    if len(rows) == HISTORY_MESSAGES:
+    if len(history) == HISTORY_MESSAGES:  # older messages exist: count their user turns
         before = int(
             await session.scalar(
                 select(func.count())
                 .select_from(Message)
-                .where(*older, Message.id < rows[0].id, Message.role == "user")
+                .where(
+                    Message.conversation_id == conversation_id,
+                    Message.id < history[0].id,
+                    Message.role == "user",
+                )
             )
             or 0
         )
-    return History(messages=rows, user_turns_before=before)
+    return TurnWindow(user_message, reply, history, before)
+
+
+async def with_owner(session: AsyncSession, conversation_id: str) -> tuple[Conversation, User]:
+    """No owner filter: for the turn runner, which acts on a conversation a user already owns."""
+    row = (
+        await session.execute(
+            select(Conversation, User)
+            .join(User, User.id == Conversation.user_id)
+            .where(Conversation.id == conversation_id)
+        )
+    ).first()
+    if row is None:
+        raise NotFound("conversation not found", code="conversation_not_found")
+    conversation, user = row
+    return conversation, user
 
 
 async def messages_page(

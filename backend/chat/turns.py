@@ -17,9 +17,8 @@ from cryptography.fernet import Fernet
 from langchain_core.language_models import BaseChatModel
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from backend.auth import service as users
 from backend.chat import conversations
-from backend.chat.builder import TurnInputs, build_turn_request
+from backend.chat.builder import TurnInputs, build_turn_request, needs_secrets
 from backend.chat.events import EventData, EventSink, message_json
 from backend.config import Settings
 from backend.db.models import Message
@@ -80,17 +79,20 @@ class TurnRunner:
             except Exception:  # a broken listener must not break the turn
                 log.exception("event sink %r failed", sink)
 
-    async def build_request(self, conversation_id: str, message_id: int) -> TurnRequest:
+    async def prepare(self, conversation_id: str, message_id: int) -> TurnRequest | Message:
+        """The turn's request, or the stored answer when this turn already ran (a retry)."""
         async with self.sessionmaker() as session:
-            user_message = await session.get(Message, message_id)
-            if user_message is None or user_message.conversation_id != conversation_id:
+            window = await conversations.turn_window(session, conversation_id, message_id)
+            if window.reply is not None:
+                return window.reply
+            if window.user_message is None:
                 raise SkillhiveError("the user message is gone", code="message_not_found")
-            conversation = await conversations.get_any(session, conversation_id)
-            user = await users.get_user(session, conversation.user_id)
+            conversation, user = await conversations.with_owner(session, conversation_id)
             ghost, owner_scope = await resolve_ghost(session, user.id, conversation.ghost)
             skills = await resolve_skills(session, owner_scope, ghost["spec"].get("skills", []))
-            window = await conversations.history_before(session, conversation_id, message_id)
-            user_secrets = await secrets.values(session, self.cipher, user.id)
+            user_secrets: dict[str, str] = {}
+            if needs_secrets(ghost, skills, self.settings):  # decrypt only what may be used
+                user_secrets = await secrets.values(session, self.cipher, user.id)
         inputs = TurnInputs(
             conversation_id=conversation_id,
             user_id=user.id,
@@ -98,26 +100,25 @@ class TurnRunner:
             ghost=ghost,
             ghost_is_public=owner_scope.user_id == 0,
             skills=skills,
-            history=window.messages,
+            history=window.history,
             user_turns_before=window.user_turns_before,
-            user_message=user_message.content,
+            user_message=window.user_message.content,
             secrets=user_secrets,
         )
         return build_turn_request(inputs, self.settings)
 
     async def run(self, conversation_id: str, message_id: int) -> Message:
-        async with self.sessionmaker() as session:
-            existing = await conversations.reply_to(session, message_id)
-        if existing is not None:  # a retry of a finished turn: announce, don't run twice
-            await self._emit(conversation_id, {"type": "done", "message": message_json(existing)})
-            return existing
-
         progress = _Progress()
         outcome: Event | None = None
         try:
-            request = await self.build_request(conversation_id, message_id)
+            prepared = await self.prepare(conversation_id, message_id)
+            if isinstance(prepared, Message):  # a retry of a finished turn: announce it only
+                await self._emit(
+                    conversation_id, {"type": "done", "message": message_json(prepared)}
+                )
+                return prepared
             turn = run_turn(
-                request,
+                prepared,
                 package_source=self.package_source,
                 frontend=self.frontend,
                 model=self.model,
