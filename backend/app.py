@@ -28,7 +28,7 @@ from backend.api.routes import (
 )
 from backend.auth import service as auth_service
 from backend.auth.tokens import MIN_BOOTSTRAP_TOKEN_LENGTH
-from backend.chat.runtime import ChatRuntime
+from backend.chat.runtime import ChatRuntime, socketio_server
 from backend.config import Settings, get_settings, unknown_env_variables
 from backend.db.engine import create_engine, create_sessionmaker
 from backend.secrets.cipher import load_cipher
@@ -81,7 +81,7 @@ def create_app(
     `chat_model` replaces the model every turn would build from settings (tests, benchmarks).
     """
     settings = settings or get_settings()
-    sio = socketio.AsyncServer(async_mode="asgi", cors_allowed_origins=settings.cors_origins)
+    sio = socketio_server(settings)
     runtime = ChatRuntime(settings, sio, model=chat_model)
     sio.register_namespace(ChatNamespace(runtime))
 
@@ -101,7 +101,7 @@ def create_app(
         try:
             await bootstrap_admin(settings, app.state.sessionmaker)
             await sync_builtin_skills(app.state.sessionmaker, settings)
-            runtime.start(app.state.sessionmaker, app.state.cipher)
+            runtime.start(app.state.sessionmaker, app.state.cipher, app.state.redis)
             yield
         finally:
             await runtime.aclose()

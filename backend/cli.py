@@ -51,6 +51,22 @@ def serve(
 
 
 @app.command()
+def worker(
+    concurrency: Annotated[
+        int | None, typer.Option(min=1, help="Turns at once [SKILLHIVE_WORKER_CONCURRENCY].")
+    ] = None,
+) -> None:
+    """Run chat turns from the Redis Stream (scale-out mode; needs SKILLHIVE_REDIS_URL)."""
+    from backend.worker import serve as serve_worker
+
+    settings = get_settings()
+    if concurrency is not None:
+        settings = settings.model_copy(update={"worker_concurrency": concurrency})
+    configure_logging(settings.log_level)
+    asyncio.run(serve_worker(settings))
+
+
+@app.command()
 def migrate() -> None:
     """Upgrade the database schema to the newest revision (safe to run repeatedly)."""
     from backend.db.migrate import upgrade

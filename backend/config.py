@@ -78,6 +78,15 @@ class Settings(BaseSettings):
     mcp_servers: dict[str, Any] = Field(
         default_factory=dict, description="Global MCP servers (JSON), trusted (stdio allowed)."
     )
+    worker_concurrency: int = Field(
+        8, ge=1, le=1000, description="Turns one `skillhive worker` process runs at once."
+    )
+    turn_lease_seconds: float = Field(
+        15.0,
+        gt=0,
+        description="A turn whose worker stopped heartbeating for this long is run again "
+        "by another worker.",
+    )
     package_cache_bytes: int = Field(
         64 * MiB, ge=0, description="Memory for skill packages cached by hash (tool providers)."
     )

@@ -1,13 +1,16 @@
 """The chat machinery of one gateway process, wired once at start-up.
 
-Embedded mode: turns run in this process (InProcessDispatcher), events fan out in memory and to
-the local Socket.IO server. Both REST and Socket.IO send through `ChatRuntime.send`.
+Embedded mode (no Redis): turns run in this process, events fan out in memory and to the local
+Socket.IO server, browser requests wait in memory. Scale-out mode (`SKILLHIVE_REDIS_URL`): turns
+go to `skillhive worker` processes through a Redis Stream, events come back over Redis pub/sub
+(SSE) and through Socket.IO's Redis manager (rooms on every gateway), and `skill:response`
+answers reach the waiting worker through the Redis registry. REST and Socket.IO both send
+through `ChatRuntime.send`.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
+import redis.asyncio as aioredis
 import socketio
 from cryptography.fernet import Fernet
 from langchain_core.language_models import BaseChatModel
@@ -15,13 +18,27 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from backend.chat import conversations
 from backend.chat.dispatch import InProcessDispatcher, TurnDispatcher
-from backend.chat.events import InMemoryEventBus
+from backend.chat.events import EventBus, InMemoryEventBus
 from backend.chat.packages import DatabasePackageSource
+from backend.chat.redis_bus import RedisEventBus
+from backend.chat.stream import RedisStreamDispatcher
 from backend.chat.turns import TurnRunner
 from backend.config import Settings
 from backend.ws.rooms import SocketIOFrontendChannel, SocketIOSink
+from chat_shell.tools.pending_requests import (
+    InMemoryPendingRequestRegistry,
+    PendingRequestRegistry,
+    RedisPendingRequestRegistry,
+)
 
 DEFAULT_TITLE = "New conversation"
+
+
+def socketio_server(settings: Settings) -> socketio.AsyncServer:
+    manager = socketio.AsyncRedisManager(settings.redis_url) if settings.redis_url else None
+    return socketio.AsyncServer(
+        async_mode="asgi", cors_allowed_origins=settings.cors_origins, client_manager=manager
+    )
 
 
 class ChatRuntime:
@@ -31,25 +48,39 @@ class ChatRuntime:
         self.settings = settings
         self.sio = sio
         self.model = model
-        self.bus = InMemoryEventBus()
         self._sessionmaker: async_sessionmaker[AsyncSession] | None = None
+        self._bus: EventBus | None = None
         self._dispatcher: TurnDispatcher | None = None
-        self.package_source: DatabasePackageSource | None = None
+        self._registry: PendingRequestRegistry | None = None
 
-    def start(self, sessionmaker: async_sessionmaker[AsyncSession], cipher: Fernet) -> None:
+    def start(
+        self,
+        sessionmaker: async_sessionmaker[AsyncSession],
+        cipher: Fernet,
+        redis: aioredis.Redis | None,
+    ) -> None:
         self._sessionmaker = sessionmaker
-        self.package_source = DatabasePackageSource(
-            sessionmaker, max_bytes=self.settings.package_cache_bytes
-        )
+        frontend = SocketIOFrontendChannel(self.sio)
+        if redis is not None:
+            self._bus = RedisEventBus(redis)
+            self._dispatcher = RedisStreamDispatcher(redis)
+            self._registry = RedisPendingRequestRegistry(redis, frontend)  # resolve() only here
+            return
+        bus = InMemoryEventBus()
+        self._registry = InMemoryPendingRequestRegistry(frontend)
         runner = TurnRunner(
             sessionmaker=sessionmaker,
             settings=self.settings,
             cipher=cipher,
-            package_source=self.package_source,
-            frontend=SocketIOFrontendChannel(self.sio),
-            sinks=[self.bus, SocketIOSink(self.sio)],
+            package_source=DatabasePackageSource(
+                sessionmaker, max_bytes=self.settings.package_cache_bytes
+            ),
+            frontend=frontend,
+            sinks=[bus, SocketIOSink(self.sio)],
+            pending_requests=self._registry,
             model=self.model,
         )
+        self._bus = bus
         self._dispatcher = InProcessDispatcher(runner)
 
     @property
@@ -58,9 +89,19 @@ class ChatRuntime:
         return self._sessionmaker
 
     @property
+    def bus(self) -> EventBus:
+        assert self._bus is not None, "ChatRuntime.start() runs in the app lifespan"
+        return self._bus
+
+    @property
     def dispatcher(self) -> TurnDispatcher:
         assert self._dispatcher is not None, "ChatRuntime.start() runs in the app lifespan"
         return self._dispatcher
+
+    @property
+    def registry(self) -> PendingRequestRegistry:
+        assert self._registry is not None, "ChatRuntime.start() runs in the app lifespan"
+        return self._registry
 
     async def send(self, user_id: int, conversation_id: str, content: str) -> int:
         """Store the user's message and start the turn; 409 if one is running."""
@@ -79,7 +120,3 @@ class ChatRuntime:
     async def aclose(self) -> None:
         if self._dispatcher is not None:
             await self._dispatcher.aclose()
-
-    def stats(self) -> dict[str, Any]:
-        source = self.package_source
-        return {"package_cache_bytes": source.cached_bytes if source else 0}

@@ -29,6 +29,7 @@ from chat_shell.agent.runner import run_turn
 from chat_shell.contracts import ErrorEvent, Event, TurnRequest
 from chat_shell.errors import ChatShellError
 from chat_shell.ports import FrontendChannel, PackageSource
+from chat_shell.tools.pending_requests import PendingRequestRegistry
 
 log = logging.getLogger("skillhive.chat")
 
@@ -61,6 +62,7 @@ class TurnRunner:
         package_source: PackageSource,
         frontend: FrontendChannel,
         sinks: Sequence[EventSink],
+        pending_requests: PendingRequestRegistry | None = None,
         model: BaseChatModel | None = None,
     ) -> None:
         self.sessionmaker = sessionmaker
@@ -69,6 +71,7 @@ class TurnRunner:
         self.package_source = package_source
         self.frontend = frontend
         self.sinks = list(sinks)
+        self.pending_requests = pending_requests  # skill tools that ask the browser wait here
         self.model = model  # tests and benchmarks inject a fake; None builds it from settings
 
     async def _emit(self, conversation_id: str, event: EventData) -> None:

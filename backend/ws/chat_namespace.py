@@ -27,6 +27,13 @@ class _ConversationRef(BaseModel):
     conversation_id: str = Field(min_length=1, max_length=64)
 
 
+class _SkillResponse(BaseModel):
+    request_id: str = Field(min_length=1, max_length=64)
+    success: bool
+    result: Any = None
+    error: str | None = Field(None, max_length=10_000)
+
+
 class _Send(_ConversationRef):
     content: str = Field(min_length=1, max_length=MAX_CONTENT)
 
@@ -115,3 +122,16 @@ class ChatNamespace(socketio.AsyncNamespace):  # type: ignore[misc]
             "ok": True,
             "cancelled": await self.runtime.dispatcher.cancel(payload.conversation_id),
         }
+
+    async def on_skill_response(self, sid: str, data: Any = None) -> dict[str, Any]:
+        """The browser's answer to a `skill:request`; only the request's user can resolve it,
+        once. The ack carries the outcome: resolved | not_found | already_resolved | expired."""
+        payload = _parse(_SkillResponse, data)
+        outcome = await self.runtime.registry.resolve(
+            await self._user_id(sid),
+            payload.request_id,
+            payload.success,
+            payload.result,
+            payload.error,
+        )
+        return {"ok": outcome == "resolved", "outcome": str(outcome)}

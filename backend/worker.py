@@ -1,0 +1,308 @@
+"""`skillhive worker`: runs chat turns from the Redis Stream (scale-out mode, DESIGN.md §2).
+
+Each worker reads the consumer group with bounded concurrency. A turn is run under a lease
+(`SET NX` with a short TTL) that a heartbeat keeps alive, together with the stream entry's idle
+time, so another worker reclaims an entry (XAUTOCLAIM) only once its worker stopped
+heartbeating: a turn never runs twice at the same time. A reclaimed turn runs again from the
+start; the message store keeps one answer per user message, so a retry cannot duplicate it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, cast
+
+import redis.asyncio as aioredis
+import socketio
+from langchain_core.language_models import BaseChatModel
+from redis.exceptions import RedisError, ResponseError
+
+from backend.chat.packages import DatabasePackageSource
+from backend.chat.redis_bus import RedisEventBus
+from backend.chat.stream import (
+    CANCEL_CHANNEL,
+    GROUP,
+    LOCK_TTL_S,
+    RELEASE_IF_VALUE,
+    STREAM,
+    lock_key,
+)
+from backend.chat.turns import TurnRunner
+from backend.config import Settings
+from backend.db.engine import create_engine, create_sessionmaker
+from backend.secrets.cipher import load_cipher
+from backend.ws.rooms import SocketIOFrontendChannel, SocketIOSink
+from chat_shell.tools.pending_requests import RedisPendingRequestRegistry
+
+log = logging.getLogger("skillhive.worker")
+
+BLOCK_MS = 2_000
+RETRY_S = 0.5  # back-off after a Redis error (e.g. a restart), doubling up to 8 s
+
+EXTEND_IF_VALUE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 0
+"""
+
+
+def lease_key(message_id: str) -> str:
+    return f"skillhive:turn-lease:{message_id}"
+
+
+@dataclass(frozen=True)
+class Entry:
+    entry_id: str
+    conversation_id: str
+    message_id: str
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def _entry(entry_id: bytes | str, fields: dict[bytes | str, bytes | str]) -> Entry | None:
+    data = {_text(k): _text(v) for k, v in fields.items()}
+    if "conversation_id" not in data or not data.get("message_id", "").isdigit():
+        return None
+    return Entry(_text(entry_id), data["conversation_id"], data["message_id"])
+
+
+class TurnWorker:
+    def __init__(
+        self,
+        redis: aioredis.Redis,
+        runner: TurnRunner,
+        *,
+        concurrency: int,
+        lease_s: float = 15.0,
+        drain_s: float = 30.0,
+    ) -> None:
+        self.redis = redis
+        self.drain_s = drain_s
+        # An entry nobody heartbeated for a lease belongs to a dead worker; heartbeats come
+        # five times per lease so a slow event loop does not lose a live turn.
+        self.lease_ms = max(1, round(lease_s * 1000))
+        self.heartbeat_s = lease_s / 5
+        self.reclaim_every_s = lease_s / 3
+        self.runner = runner
+        self.consumer = f"worker-{uuid.uuid4().hex[:12]}"  # unique per process, not a PID
+        self._slots = asyncio.Semaphore(concurrency)
+        self._running: dict[str, asyncio.Task[Any]] = {}  # conversation id -> turn
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._release = redis.register_script(RELEASE_IF_VALUE)
+        self._extend = redis.register_script(EXTEND_IF_VALUE)
+        self._stopping = asyncio.Event()
+
+    # --- lifecycle -----------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Until `stop()`: read new entries, reclaim abandoned ones, honour cancellations."""
+        loops = [self._read_loop(), self._reclaim_loop(), self._cancel_loop()]
+        runners = [asyncio.create_task(loop) for loop in loops]
+        try:
+            await self._stopping.wait()
+        finally:
+            for task in runners:
+                task.cancel()
+            await asyncio.gather(*runners, return_exceptions=True)
+            # Drain: let running turns finish; what remains after the grace period stays pending
+            # in the stream (not acknowledged) and is reclaimed by another worker.
+            if self._tasks:
+                await asyncio.wait(set(self._tasks), timeout=self.drain_s)
+            for task in list(self._tasks):
+                task.cancel()
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    def stop(self) -> None:
+        self._stopping.set()
+
+    async def _ensure_group(self) -> None:
+        try:
+            await self.redis.xgroup_create(STREAM, GROUP, id="0", mkstream=True)
+        except ResponseError as exc:
+            if "BUSYGROUP" not in str(exc):
+                raise
+
+    async def _forever(self, step: Callable[[], Awaitable[None]], what: str) -> None:
+        """Run `step()` in a loop; survive Redis going away (restart) with a capped back-off."""
+        delay = RETRY_S
+        while True:
+            try:
+                await step()
+                delay = RETRY_S
+            except (RedisError, OSError) as exc:
+                log.warning("%s: redis unavailable (%s); retrying in %.1fs", what, exc, delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 8.0)
+
+    # --- reading and reclaiming ------------------------------------------------------------
+
+    async def _read_loop(self) -> None:
+        await self._forever(self._read_once, "read")
+
+    async def _read_once(self) -> None:
+        await self._slots.acquire()  # read only what we can run now
+        try:
+            batch: list[Any]
+            try:
+                # RESP2 (redis-py's default protocol) answers a list of [stream, entries].
+                batch = cast(
+                    "list[Any]",
+                    await self.redis.xreadgroup(
+                        GROUP, self.consumer, {STREAM: ">"}, count=1, block=BLOCK_MS
+                    ),
+                )
+            except ResponseError as exc:
+                if "NOGROUP" not in str(exc):
+                    raise
+                await self._ensure_group()  # first start, or Redis lost its data
+                batch = []
+        except BaseException:
+            self._slots.release()
+            raise
+        entries = [e for _, items in batch or [] for e in items]
+        if not entries:
+            self._slots.release()
+            return
+        self._start(*entries[0])
+
+    async def _reclaim_loop(self) -> None:
+        async def step() -> None:
+            await asyncio.sleep(self.reclaim_every_s)
+            await self._reclaim_once()
+
+        await self._forever(step, "reclaim")
+
+    async def _reclaim_once(self) -> None:
+        while not self._slots.locked():
+            await self._slots.acquire()
+            try:
+                result: list[Any] = await self.redis.xautoclaim(
+                    STREAM, GROUP, self.consumer, min_idle_time=self.lease_ms, count=1
+                )
+            except BaseException:
+                self._slots.release()
+                raise
+            claimed = [e for e in result[1] if e[1]]  # deleted entries come back without fields
+            if not claimed:
+                self._slots.release()
+                return
+            log.info("reclaimed turn %s from a worker that stopped", _text(claimed[0][0]))
+            self._start(*claimed[0])
+
+    def _start(self, entry_id: bytes | str, fields: dict[bytes | str, bytes | str]) -> None:
+        task = asyncio.create_task(self._handle(entry_id, fields))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    # --- one turn ------------------------------------------------------------------------
+
+    async def _handle(self, entry_id: bytes | str, fields: dict[bytes | str, bytes | str]) -> None:
+        try:
+            entry = _entry(entry_id, fields)
+            if entry is None:
+                log.error("malformed stream entry %s dropped", _text(entry_id))
+                await self.redis.xack(STREAM, GROUP, entry_id)
+                return
+            lease = lease_key(entry.message_id)
+            if not await self.redis.set(lease, self.consumer, nx=True, px=self.lease_ms):
+                return  # someone still runs it; their heartbeat keeps the entry theirs
+            heartbeat = asyncio.create_task(self._heartbeat(entry))
+            turn = asyncio.create_task(
+                self.runner.run(entry.conversation_id, int(entry.message_id))
+            )
+            self._running[entry.conversation_id] = turn
+            try:
+                await turn
+            finally:
+                self._running.pop(entry.conversation_id, None)
+                heartbeat.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await heartbeat
+            await self.redis.xack(STREAM, GROUP, entry.entry_id)
+            await self._release(keys=[lock_key(entry.conversation_id)], args=[entry.message_id])
+            await self._release(keys=[lease], args=[self.consumer])
+        except (RedisError, OSError):
+            log.exception("turn bookkeeping failed; the entry will be reclaimed")
+        finally:
+            self._slots.release()
+
+    async def _heartbeat(self, entry: Entry) -> None:
+        while True:
+            await asyncio.sleep(self.heartbeat_s)
+            try:
+                await self._extend(
+                    keys=[lease_key(entry.message_id)], args=[self.consumer, self.lease_ms]
+                )
+                # XCLAIM to ourselves with min-idle 0 resets the entry's idle time.
+                await self.redis.xclaim(
+                    STREAM, GROUP, self.consumer, 0, [entry.entry_id], justid=True
+                )
+                await self.redis.expire(lock_key(entry.conversation_id), LOCK_TTL_S)
+            except (RedisError, OSError) as exc:
+                log.warning("heartbeat of turn %s failed: %s", entry.message_id, exc)
+
+    # --- cancellation ------------------------------------------------------------------
+
+    async def _cancel_loop(self) -> None:
+        await self._forever(self._listen_for_cancels, "cancel listener")
+
+    async def _listen_for_cancels(self) -> None:
+        pubsub = self.redis.pubsub()
+        try:
+            await pubsub.subscribe(CANCEL_CHANNEL)
+            async for message in pubsub.listen():
+                if message["type"] != "message":
+                    continue
+                turn = self._running.get(_text(message["data"]))
+                if turn is not None:
+                    turn.cancel()  # the runner stores the cancelled answer and ends
+        finally:
+            await pubsub.aclose()  # type: ignore[no-untyped-call]
+
+
+async def serve(settings: Settings, *, model: BaseChatModel | None = None) -> None:
+    """The worker process: database, Redis, write-only Socket.IO emitter, turns until SIGTERM."""
+    if not settings.redis_url:
+        raise SystemExit(
+            "skillhive worker needs SKILLHIVE_REDIS_URL (embedded mode runs turns in the gateway)"
+        )
+    engine = create_engine(settings.effective_database_url, pool_size=settings.database_pool_size)
+    sessionmaker = create_sessionmaker(engine)
+    redis = aioredis.Redis.from_url(settings.redis_url)
+    emitter = socketio.AsyncRedisManager(settings.redis_url, write_only=True)
+    frontend = SocketIOFrontendChannel(emitter)
+    registry = RedisPendingRequestRegistry(redis, frontend)
+    runner = TurnRunner(
+        sessionmaker=sessionmaker,
+        settings=settings,
+        cipher=load_cipher(settings),
+        package_source=DatabasePackageSource(sessionmaker, max_bytes=settings.package_cache_bytes),
+        frontend=frontend,
+        sinks=[RedisEventBus(redis), SocketIOSink(emitter)],
+        pending_requests=registry,
+        model=model,
+    )
+    worker = TurnWorker(
+        redis,
+        runner,
+        concurrency=settings.worker_concurrency,
+        lease_s=settings.turn_lease_seconds,
+    )
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, worker.stop)
+    try:
+        await registry.start()
+        log.info("worker %s ready (concurrency %d)", worker.consumer, settings.worker_concurrency)
+        await worker.run()
+    finally:
+        await registry.aclose()
+        await redis.aclose()
+        await engine.dispose()
