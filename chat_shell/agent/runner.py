@@ -26,6 +26,7 @@ from chat_shell.errors import ChatShellError, RecursionLimitReached, TurnCancell
 from chat_shell.models import create_chat_model
 from chat_shell.ports import FrontendChannel, PackageSource
 from chat_shell.skills.registry import ProviderRegistry, default_registry
+from chat_shell.tools.pending.base import PendingRequestRegistry
 
 logger = logging.getLogger(__name__)
 
@@ -37,11 +38,13 @@ async def run_turn(
     frontend: FrontendChannel,
     model: BaseChatModel | None = None,
     providers: ProviderRegistry | None = None,
+    pending_requests: PendingRequestRegistry | None = None,
 ) -> AsyncGenerator[Event, None]:
     """Yield `start`, then progress events, then exactly one `done` or `error`.
 
     `model` overrides the one built from `request.model` (tests, custom hosts); `providers`
-    defaults to the process-wide registry of tool providers.
+    defaults to the process-wide registry of tool providers; `pending_requests` is where skill
+    tools wait for the browser (without one, such tools report that the browser is unreachable).
     """
     yield StartEvent(conversation_id=request.conversation_id, turn_index=turn_index(request))
     try:
@@ -53,6 +56,7 @@ async def run_turn(
                 frontend=frontend,
                 registry=providers or default_registry,
                 stack=stack,
+                pending_requests=pending_requests,
             )
             await session.start()
             for event in session.take_pending():

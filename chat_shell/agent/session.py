@@ -36,6 +36,7 @@ from chat_shell.skills.registry import ProviderRegistry
 from chat_shell.skills.toolset import create_provider_tools
 from chat_shell.tools.builtin.load_skill import LOAD_SKILL, load_skill_schema
 from chat_shell.tools.mcp import McpServerConfig, McpSessionPool
+from chat_shell.tools.pending.base import PendingRequestRegistry
 
 Emit = Callable[[Event], None]
 _BLOCK_OVERHEAD = estimate_tokens('<skill name="">\n\n</skill>\n')
@@ -76,6 +77,7 @@ class TurnSession:
         frontend: FrontendChannel,
         registry: ProviderRegistry,
         stack: AsyncExitStack,
+        pending_requests: PendingRequestRegistry | None = None,
     ) -> None:
         self.request = request
         self.model = model
@@ -85,6 +87,7 @@ class TurnSession:
         self._frontend = frontend
         self._registry = registry
         self._stack = stack
+        self._pending_requests = pending_requests
         self._pool: McpSessionPool | None = None
         self.skills = {s.name: s for s in request.skills}
         if len(self.skills) != len(request.skills):
@@ -186,6 +189,7 @@ class TurnSession:
             conversation_id=self.request.conversation_id,
             skill_name=name,
             frontend=self._frontend,
+            pending_requests=self._pending_requests,
         )
         tools, errors = await create_provider_tools(
             skill, registry=self._registry, source=self._source, context=context

@@ -10,14 +10,22 @@ from typing import Any, ClassVar
 from langchain_core.tools import BaseTool
 
 from chat_shell.ports import FrontendChannel
+from chat_shell.tools.pending.base import PendingRequestRegistry
+from chat_shell.tools.pending.errors import PendingRequestError
+
+
+class FrontendUnavailable(PendingRequestError):
+    """The turn runs without a pending-request registry, so no tool can wait for the browser."""
+
+    code = "frontend_unavailable"
 
 
 @dataclass(frozen=True)
 class ProviderContext:
     """Per-turn facts and services for the tools of one skill.
 
-    New services (e.g. the pending-request registry of the scale-out issue) arrive as new fields
-    with defaults, so existing providers keep working.
+    New services (like `pending_requests`) arrive as new fields with defaults, so existing
+    providers keep working.
     """
 
     user_id: int
@@ -26,6 +34,24 @@ class ProviderContext:
     frontend: FrontendChannel
     # The skill package's files by path relative to its root (empty for built-in providers).
     files: Mapping[str, bytes] = field(default_factory=dict)
+    # Where tools wait for the browser's answers; None when the host runs turns without one.
+    pending_requests: PendingRequestRegistry | None = None
+
+    async def ask_frontend(self, action: str, payload: Any, timeout_s: float) -> Any:
+        """Send `skill:request` (this skill, `action`, `payload`) and return the browser's result.
+
+        Raises `RequestTimeout`, `FrontendError`, or `FrontendUnavailable` when the host gave
+        this turn no registry: all `PendingRequestError`s, which a tool turns into text.
+        """
+        if self.pending_requests is None:
+            raise FrontendUnavailable(
+                f"skill {self.skill_name!r} needs the browser ({action}), but this chat runs "
+                "without a pending-request registry",
+                details={"skill": self.skill_name, "action": action},
+            )
+        return await self.pending_requests.request(
+            self.user_id, self.conversation_id, self.skill_name, action, payload, timeout_s
+        )
 
     async def emit_to_frontend(self, event: str, data: Mapping[str, Any]) -> None:
         """Send `event` to the browsers showing this conversation."""
