@@ -7,7 +7,6 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-import redis.asyncio as aioredis
 import socketio
 from fastapi import APIRouter, FastAPI
 from langchain_core.language_models import BaseChatModel
@@ -31,6 +30,7 @@ from backend.auth.tokens import MIN_BOOTSTRAP_TOKEN_LENGTH
 from backend.chat.runtime import ChatRuntime, socketio_server
 from backend.config import Settings, get_settings, unknown_env_variables
 from backend.db.engine import create_engine, create_sessionmaker
+from backend.redis_client import create_redis
 from backend.secrets.cipher import load_cipher
 from backend.skills.builtin import sync_builtin_skills
 from backend.ws.chat_namespace import ChatNamespace
@@ -95,9 +95,7 @@ def create_app(
         )
         app.state.engine = engine
         app.state.sessionmaker = create_sessionmaker(engine)
-        app.state.redis = (
-            aioredis.Redis.from_url(settings.redis_url) if settings.redis_url else None
-        )
+        app.state.redis = create_redis(settings.redis_url) if settings.redis_url else None
         try:
             await bootstrap_admin(settings, app.state.sessionmaker)
             await sync_builtin_skills(app.state.sessionmaker, settings)

@@ -36,6 +36,7 @@ from backend.chat.stream import (
 from backend.chat.turns import TurnRunner
 from backend.config import Settings
 from backend.db.engine import create_engine, create_sessionmaker
+from backend.redis_client import create_redis
 from backend.secrets.cipher import load_cipher
 from backend.ws.rooms import SocketIOFrontendChannel, SocketIOSink
 from chat_shell.tools.pending_requests import RedisPendingRequestRegistry
@@ -275,7 +276,7 @@ async def serve(settings: Settings, *, model: BaseChatModel | None = None) -> No
         )
     engine = create_engine(settings.effective_database_url, pool_size=settings.database_pool_size)
     sessionmaker = create_sessionmaker(engine)
-    redis = aioredis.Redis.from_url(settings.redis_url)
+    redis = create_redis(settings.redis_url)
     emitter = socketio.AsyncRedisManager(settings.redis_url, write_only=True)
     frontend = SocketIOFrontendChannel(emitter)
     registry = RedisPendingRequestRegistry(redis, frontend)

@@ -10,6 +10,9 @@ from fastapi import FastAPI, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+from sqlalchemy.exc import InterfaceError, OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from backend.errors import SkillhiveError
@@ -65,6 +68,19 @@ async def _http_error(_: Request, exc: Exception) -> JSONResponse:
     return error_response(exc.status_code, code, message)
 
 
+async def _dependency_error(request: Request, exc: Exception) -> JSONResponse:
+    # The class name only: driver messages can carry hosts and credentials.
+    log.warning(
+        "%s %s: dependency unavailable: %s", request.method, request.url.path, type(exc).__name__
+    )
+    return error_response(
+        503,
+        "dependency_unavailable",
+        "a backing service (database or Redis) is unavailable; retry shortly",
+        {"error": type(exc).__name__},
+    )
+
+
 async def _unexpected_error(request: Request, exc: Exception) -> JSONResponse:
     log.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
     return error_response(500, "internal_error", "internal server error")
@@ -74,4 +90,12 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(SkillhiveError, _skillhive_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
+    # Connection-level failures only: an IntegrityError is a bug to see, not an outage.
+    for dependency_error in (
+        OperationalError,
+        InterfaceError,
+        RedisConnectionError,
+        RedisTimeoutError,
+    ):
+        app.add_exception_handler(dependency_error, _dependency_error)
     app.add_exception_handler(Exception, _unexpected_error)

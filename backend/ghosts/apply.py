@@ -85,24 +85,29 @@ def _targets(user: User, documents: list[Any]) -> list[_Target]:
 
 async def apply(session: AsyncSession, user: User, documents: list[Any]) -> list[dict[str, Any]]:
     """Create or update every Ghost; per object `created`, `configured` or `unchanged`."""
-    targets = _targets(user, documents)  # every pure check, before any query
-    items: list[dict[str, Any]] = []
+    targets = _targets(user, documents)  # every check without the database first
     try:
+        # Then every check with it, before the first write: all skill locks are taken before
+        # any Ghost row is, as a skill delete takes them (no lock-order deadlock).
+        plans = []
         for target in targets:
-            name = target.ghost.ghost.metadata.name
             with _document(target.index):
-                row = await service.find(session, target.scope, name)
-                _, action = await service.save(session, target.scope, target.ghost, row)
-            items.append(
-                {
-                    "kind": GHOST_KIND,
-                    "namespace": target.scope.namespace,
-                    "name": name,
-                    "action": action,
-                }
-            )
+                row = await service.find(session, target.scope, target.ghost.ghost.metadata.name)
+                action = await service.prepare(session, target.scope, target.ghost, row)
+            plans.append((target, row, action))
+        for target, row, action in plans:
+            with _document(target.index):
+                await service.write(session, target.scope, target.ghost, row, action)
         await session.commit()
     except Exception:
         await session.rollback()  # one failure: none of the earlier objects stay written
         raise
-    return items
+    return [
+        {
+            "kind": GHOST_KIND,
+            "namespace": target.scope.namespace,
+            "name": target.ghost.ghost.metadata.name,
+            "action": action,
+        }
+        for target, _, action in plans
+    ]

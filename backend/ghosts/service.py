@@ -69,6 +69,46 @@ async def find(session: AsyncSession, scope: Scope, name: str) -> Kind | None:
     )
 
 
+async def prepare(
+    session: AsyncSession,
+    scope: Scope,
+    ghost: GhostInput,
+    row: Kind | None,
+    *,
+    expected: int | None = None,
+) -> Action:
+    """What writing `ghost` over `row` does, after every check; writes nothing.
+
+    `metadata.resourceVersion` in the body and `expected` (If-Match) are both preconditions.
+    The skills it relies on stay share-locked until the transaction ends (see `skill_rows`).
+    """
+    if row is not None:
+        store.check_version(row, ghost.ghost.metadata.resource_version)
+        store.check_version(row, expected)
+        if _content(ghost.crd) == _content(row.json):
+            return "unchanged"
+    await check_references(session, scope, ghost)
+    return "created" if row is None else "configured"
+
+
+async def write(
+    session: AsyncSession,
+    scope: Scope,
+    ghost: GhostInput,
+    row: Kind | None,
+    action: Action,
+    *,
+    expected: int | None = None,
+) -> dict[str, Any]:
+    """Carry out a prepared action (flushed, not committed); a taken name is 409."""
+    if row is None:
+        name = ghost.ghost.metadata.name
+        return (await store.insert(session, GHOST_KIND, scope, name, ghost.crd)).json
+    if action == "unchanged":
+        return row.json
+    return (await store.replace(session, row, ghost.crd, expected=expected)).json
+
+
 async def save(
     session: AsyncSession,
     scope: Scope,
@@ -76,26 +116,13 @@ async def save(
     row: Kind | None,
     *,
     expected: int | None = None,
-) -> tuple[dict[str, Any], Action]:
-    """Insert, or update `row` (flushed, not committed); an identical object is left alone.
-
-    `metadata.resourceVersion` in the body and `expected` (If-Match) are both preconditions.
-    """
-    if row is None:  # a taken name (a concurrent create) is 409 `ghost_exists`
-        await check_references(session, scope, ghost)
-        name = ghost.ghost.metadata.name
-        return (await store.insert(session, GHOST_KIND, scope, name, ghost.crd)).json, "created"
-    store.check_version(row, ghost.ghost.metadata.resource_version)
-    store.check_version(row, expected)
-    crd = ghost.crd
-    if _content(crd) == _content(row.json):
-        return row.json, "unchanged"
-    await check_references(session, scope, ghost)
-    return (await store.replace(session, row, crd, expected=expected)).json, "configured"
+) -> dict[str, Any]:
+    action = await prepare(session, scope, ghost, row, expected=expected)
+    return await write(session, scope, ghost, row, action, expected=expected)
 
 
 async def create(session: AsyncSession, scope: Scope, body: Any) -> dict[str, Any]:
-    crd, _ = await save(session, scope, parse_ghost(body, scope), None)
+    crd = await save(session, scope, parse_ghost(body, scope), None)
     await session.commit()
     return crd
 
@@ -104,7 +131,7 @@ async def replace(
     session: AsyncSession, scope: Scope, name: str, body: Any, *, expected: int | None = None
 ) -> dict[str, Any]:
     row = await store.get(session, GHOST_KIND, scope, name)
-    crd, _ = await save(session, scope, parse_ghost(body, scope, name=name), row, expected=expected)
+    crd = await save(session, scope, parse_ghost(body, scope, name=name), row, expected=expected)
     await session.commit()
     return crd
 

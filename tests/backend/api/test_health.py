@@ -11,6 +11,7 @@ from sqlalchemy.engine import make_url
 
 from backend.app import create_app
 from backend.config import Settings
+from tests.conftest import Account
 from tests.support.proxy import TcpProxy
 from tests.support.wait import eventually
 
@@ -44,7 +45,7 @@ async def proxied_postgres(
 
 @pytest.mark.parametrize("db_backend", ["postgresql"], indirect=True)
 async def test_readyz_follows_the_database(
-    proxied_postgres: tuple[str, TcpProxy], settings: Settings
+    proxied_postgres: tuple[str, TcpProxy], settings: Settings, alice: Account
 ) -> None:
     url, proxy = proxied_postgres
     app = create_app(settings.model_copy(update={"database_url": url}))
@@ -57,6 +58,9 @@ async def test_readyz_follows_the_database(
             assert down.status_code == 503
             assert down.json()["checks"]["database"]["ok"] is False
             assert "127.0.0.1" not in down.text  # no connection details leak
+            outage = await client.get("/api/v1/me", headers=alice.headers)
+            assert outage.status_code == 503  # an outage is not a server bug (500)
+            assert outage.json()["error"]["code"] == "dependency_unavailable"
             await proxy.start()
 
             async def ready() -> bool:

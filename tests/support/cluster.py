@@ -1,0 +1,116 @@
+"""Real processes for scale-out tests: gateways (uvicorn) and `skillhive worker`s, sharing one
+database and one Redis, each a separate OS process started the way production starts them."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class Process:
+    name: str
+    popen: subprocess.Popen[bytes]
+    log: Path
+    url: str | None = None
+
+    def kill(self) -> None:
+        """SIGKILL: no clean-up code runs, as when a machine or container dies."""
+        self.popen.send_signal(signal.SIGKILL)
+        self.popen.wait(10)
+
+    def stop(self) -> None:
+        if self.popen.poll() is None:
+            self.popen.terminate()
+            try:
+                self.popen.wait(20)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+
+@dataclass
+class Cluster:
+    workdir: Path
+    env: dict[str, str]
+    processes: list[Process] = field(default_factory=list)
+
+    def _spawn(self, name: str, args: list[str], url: str | None = None) -> Process:
+        name = f"{name}-{len(self.processes)}"  # unique: its log file is named after it
+        log = self.workdir / f"{name}.log"
+        handle = log.open("wb")
+        popen = subprocess.Popen(
+            [sys.executable, "-m", *args],
+            env=self.env,
+            cwd=REPO,
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+        )
+        handle.close()
+        process = Process(name, popen, log, url)
+        self.processes.append(process)
+        return process
+
+    def gateway(self, name: str) -> Process:
+        port = free_port()
+        args = ["backend.cli", "serve", "--host", "127.0.0.1", "--port", str(port)]
+        return self._spawn(name, args, f"http://127.0.0.1:{port}")
+
+    def worker(self, name: str) -> Process:
+        return self._spawn(name, ["backend.cli", "worker"])
+
+    def wait_ready(self, process: Process, *, deadline_s: float = 60) -> None:
+        deadline = time.monotonic() + deadline_s
+        marker = "ready" if process.url is None else None
+        while time.monotonic() < deadline:
+            if process.popen.poll() is not None:
+                raise RuntimeError(f"{process.name} exited:\n{process.output()}")
+            if marker is not None and "worker" in process.output() and marker in process.output():
+                return
+            if process.url is not None:
+                try:
+                    if httpx.get(process.url + "/readyz", timeout=2).status_code == 200:
+                        return
+                except httpx.TransportError:
+                    pass
+            time.sleep(0.1)
+        raise RuntimeError(f"{process.name} not ready:\n{process.output()}")
+
+    def stop_all(self) -> None:
+        for process in self.processes:
+            process.stop()
+
+
+def cluster_env(database_url: str, redis_url: str, data_dir: Path, **extra: Any) -> dict[str, str]:
+    """`data_dir` holds the development secrets key: share it with any in-process app."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SKILLHIVE_")}
+    env.update(
+        {
+            "SKILLHIVE_DATABASE_URL": database_url,
+            "SKILLHIVE_REDIS_URL": redis_url,
+            "SKILLHIVE_DATA_DIR": str(data_dir),
+            "SKILLHIVE_LOG_LEVEL": "INFO",
+            "PYTHONUNBUFFERED": "1",
+        }
+    )
+    env.update({k: str(v) for k, v in extra.items()})
+    return env
