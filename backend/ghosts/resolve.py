@@ -67,7 +67,7 @@ async def skill_rows(
         or_(*(and_(Kind.user_id == s.user_id, Kind.namespace == s.namespace) for s in scopes)),
     )
     if lock:
-        pass  # MUTANT
+        stmt = stmt.with_for_update(read=True)
     found: dict[str, Kind] = {}
     for row in await session.scalars(stmt):
         if row.name not in found or row.user_id != SYSTEM_USER_ID:  # own beats public
