@@ -34,16 +34,20 @@ def test_compose_sets_only_real_settings() -> None:
 
 def test_every_compose_service_has_a_health_check() -> None:
     services = _compose()["services"]
-    assert {"postgres", "redis", "migrate", "gateway"} <= services.keys()
+    assert {"postgres", "redis", "migrate", "gateway", "worker"} <= services.keys()
     for name, service in services.items():
         assert service.get("healthcheck", {}).get("test"), f"{name} has no health check"
 
 
-def test_gateway_waits_for_healthy_services_and_the_migration() -> None:
-    depends = _compose()["services"]["gateway"]["depends_on"]
-    assert depends["postgres"]["condition"] == "service_healthy"
-    assert depends["redis"]["condition"] == "service_healthy"
-    assert depends["migrate"]["condition"] == "service_completed_successfully"
+def test_gateways_and_workers_wait_for_healthy_services_and_the_migration() -> None:
+    for service in ("gateway", "worker"):
+        depends = _compose()["services"][service]["depends_on"]
+        assert depends["postgres"]["condition"] == "service_healthy"
+        assert depends["redis"]["condition"] == "service_healthy"
+        assert depends["migrate"]["condition"] == "service_completed_successfully"
+    worker = _compose()["services"]["worker"]
+    assert worker["command"] == ["worker"]
+    assert "SKILLHIVE_REDIS_URL" in worker["environment"]
     images = {s.get("image") for s in _compose()["services"].values()}
     assert {"postgres:17", "redis:7"} <= images
 
