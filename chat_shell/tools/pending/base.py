@@ -146,11 +146,14 @@ class _RegistryCore(abc.ABC):
         self._waiters[request_id] = waiter
         try:
             await self._register(request_id, user_id, timeout_s)
+            honour_cancellation()
             event = {"request_id": request_id, "skill_name": skill, "action": action}
             await self._channel.emit(conversation_id, REQUEST_EVENT, {**event, "data": payload})
+            honour_cancellation()
             # asyncio.wait, not wait_for: a timeout must not cancel an answer being delivered.
             done, _ = await asyncio.wait((waiter,), timeout=timeout_s)
             answer = waiter.result() if done else await self._expire(request_id)
+            honour_cancellation()
         except BaseException:
             if not waiter.done():
                 self._abandon(request_id)
@@ -184,6 +187,7 @@ class _RegistryCore(abc.ABC):
             outcome = Outcome.NOT_FOUND
         else:
             outcome = await self._claim(user_id, request_id, Answer.of(success, result, error))
+            honour_cancellation()
         if outcome is Outcome.RESOLVED:
             self._resolved += 1
         else:
@@ -222,3 +226,15 @@ class _RegistryCore(abc.ABC):
             return False
         waiter.set_result(answer)
         return True
+
+
+def honour_cancellation() -> None:
+    """Raise `CancelledError` if this task was cancelled but the cancellation got lost.
+
+    On Python 3.11, `asyncio.wait_for` (which redis-py uses to send commands) swallows a
+    cancellation that lands just as the I/O completes (CPython gh-86296). The task still counts
+    the request (`cancelling()`), so a cancelled turn stops here instead of waiting on.
+    """
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError

@@ -34,6 +34,7 @@ log = logging.getLogger(__name__)
 
 MIN_BACKOFF, MAX_BACKOFF = 0.05, 2.0  # listener reconnects and retried clean-ups
 BACKSTOP_MARGIN = 30.0  # seconds a request key outlives its deadline if nobody settles it
+CLOSE_TIMEOUT = 5.0  # for the last clean-up round trip
 
 
 class InvalidAnswer(PendingRequestError):
@@ -69,7 +70,9 @@ class RedisPendingRequestRegistry(_RegistryCore):
         self._resolve_lua = redis.register_script(lua.RESOLVE)
         self._settle_lua = redis.register_script(lua.SETTLE)
         self._listener_redis: aioredis.Redis | None = None
-        self._tasks: list[asyncio.Task[None]] = []
+        self._listener: asyncio.Task[None] | None = None
+        self._settler: asyncio.Task[None] | None = None
+        self._closing = False
         self._subscribed = asyncio.Event()
         self._to_settle: dict[str, bool] = {}  # request id -> expire it if still pending
         self._settle_wanted = asyncio.Event()
@@ -90,8 +93,9 @@ class RedisPendingRequestRegistry(_RegistryCore):
 
     async def start(self, *, ready_timeout: float = 10.0) -> None:
         """Subscribe the listener; raise `RegistryUnavailable` if Redis stays unreachable."""
-        if self._tasks:
+        if self._listener is not None:
             return
+        self._closing = False
         pool = self._redis.connection_pool
         # The listener's own connection, without redis-py's silent retries: this class
         # reconnects itself so that it sees every new subscription and rechecks after it.
@@ -102,10 +106,12 @@ class RedisPendingRequestRegistry(_RegistryCore):
         }
         listener_pool = aioredis.ConnectionPool(connection_class=pool.connection_class, **kwargs)
         self._listener_redis = aioredis.Redis(connection_pool=listener_pool)
-        self._tasks = [
-            asyncio.create_task(self._listen(), name=f"pending-listener-{self.worker_id}"),
-            asyncio.create_task(self._settle_loop(), name=f"pending-settle-{self.worker_id}"),
-        ]
+        self._listener = asyncio.create_task(
+            self._listen(), name=f"pending-listen-{self.worker_id}"
+        )
+        self._settler = asyncio.create_task(
+            self._settle_loop(), name=f"pending-settle-{self.worker_id}"
+        )
         try:
             await asyncio.wait_for(self._subscribed.wait(), ready_timeout)
         except TimeoutError:
@@ -113,19 +119,22 @@ class RedisPendingRequestRegistry(_RegistryCore):
             raise RegistryUnavailable("cannot subscribe to Redis for pending requests") from None
 
     async def aclose(self) -> None:
-        tasks, self._tasks = self._tasks, []
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        listener, self._listener = self._listener, None
+        if listener is not None:
+            await _cancel(listener)
         # Nothing routes answers here any more: fail local waits now, not at their timeouts.
         for request_id, waiter in self._waiters.items():
             if not waiter.done():
                 waiter.set_exception(RegistryUnavailable("the pending-request registry closed"))
-                self._to_settle[request_id] = True
-        if self._to_settle:
-            batch, self._to_settle = self._to_settle, {}
-            with contextlib.suppress(RedisError, OSError):
-                await self._settle_many(batch.items())
+                self._settle_later(request_id, expire=True)
+        settler, self._settler = self._settler, None
+        if settler is not None:
+            # Let it flush what is queued (one round trip); it ends when the queue is empty.
+            self._closing = True
+            self._settle_wanted.set()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(settler), CLOSE_TIMEOUT)
+            await _cancel(settler)
         if self._listener_redis is not None:
             await self._listener_redis.aclose(close_connection_pool=True)
             self._listener_redis = None
@@ -135,7 +144,7 @@ class RedisPendingRequestRegistry(_RegistryCore):
     # --- storage hooks -------------------------------------------------------------------
 
     async def _register(self, request_id: str, user_id: int, timeout_s: float) -> None:
-        if not self._tasks:
+        if self._listener is None:
             raise RuntimeError("start() the registry before making requests")
         backstop_ms = round((timeout_s + self._tombstone_ttl + BACKSTOP_MARGIN) * 1000)
         args: list[str | int] = [str(user_id), self.worker_id, backstop_ms]
@@ -193,11 +202,15 @@ class RedisPendingRequestRegistry(_RegistryCore):
                 await self._settle_many(batch.items())
                 backoff = MIN_BACKOFF
             except (RedisError, OSError) as exc:
+                if self._closing:
+                    return  # the keys' TTLs clean up
                 log.warning("settling %d pending requests failed (%s); retrying", len(batch), exc)
                 for request_id, expire in batch.items():
                     self._settle_later(request_id, expire=expire)
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, MAX_BACKOFF)
+            if self._closing and not self._to_settle:
+                return
 
     # --- the listener --------------------------------------------------------------------
 
@@ -269,3 +282,10 @@ def _encode(answer: Answer) -> str:
 def _decode(encoded: bytes | str) -> Answer:
     fields = json.loads(encoded)
     return Answer(bool(fields["success"]), fields["result"], fields["error"])
+
+
+async def _cancel(task: asyncio.Task[None]) -> None:
+    """Cancel and wait; cancel again if redis-py swallowed it (see `honour_cancellation`)."""
+    while not task.done():
+        task.cancel()
+        await asyncio.wait((task,), timeout=1.0)
