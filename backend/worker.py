@@ -215,8 +215,12 @@ class TurnWorker:
             if not await self.redis.set(lease, self.consumer, nx=True, px=self.lease_ms):
                 return  # someone still runs it; their heartbeat keeps the entry theirs
             heartbeat = asyncio.create_task(self._heartbeat(entry))
+
+            async def release() -> None:  # before `done` goes out: the next send may follow
+                await self._release(keys=[lock_key(entry.conversation_id)], args=[entry.message_id])
+
             turn = asyncio.create_task(
-                self.runner.run(entry.conversation_id, int(entry.message_id))
+                self.runner.run(entry.conversation_id, int(entry.message_id), release=release)
             )
             self._running[entry.conversation_id] = turn
             try:
@@ -227,7 +231,6 @@ class TurnWorker:
                 with contextlib.suppress(asyncio.CancelledError):
                     await heartbeat
             await self.redis.xack(STREAM, GROUP, entry.entry_id)
-            await self._release(keys=[lock_key(entry.conversation_id)], args=[entry.message_id])
             await self._release(keys=[lease], args=[self.consumer])
         except (RedisError, OSError):
             log.exception("turn bookkeeping failed; the entry will be reclaimed")

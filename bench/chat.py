@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -135,6 +136,7 @@ async def soak(
     await asyncio.gather(*(s.join(c) for s, c in zip(sockets, cids, strict=True)))
     deadline = time.monotonic() + seconds
     turns = errors = 0
+    kinds: Counter[str] = Counter()
 
     async def loop(sock: SocketChat, cid: str) -> None:
         nonlocal turns, errors
@@ -145,13 +147,17 @@ async def soak(
                     turns += 1
                 else:
                     errors += 1
-            except Exception:
+                    kinds[str(result.get("code") or result.get("message", {}).get("error"))] += 1
+            except Exception as exc:
                 errors += 1
+                kinds[f"{type(exc).__name__}: {str(exc)[:80]}"] += 1
 
     started = time.monotonic()
     await asyncio.gather(*(loop(s, c) for s, c in zip(sockets, cids, strict=True)))
     elapsed = time.monotonic() - started
     await asyncio.gather(*(s.sio.disconnect() for s in sockets))
+    for kind, count in kinds.most_common(5):
+        print(f"  error x{count}: {kind}")
     return round(turns / elapsed), errors
 
 

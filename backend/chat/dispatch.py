@@ -55,8 +55,13 @@ class InProcessDispatcher:
         except BaseException:
             self._claimed.discard(conversation_id)
             raise
+
+        async def release() -> None:
+            self._claimed.discard(conversation_id)
+
         task = asyncio.create_task(
-            self.runner.run(conversation_id, message_id), name=f"turn:{conversation_id}"
+            self.runner.run(conversation_id, message_id, release=release),
+            name=f"turn:{conversation_id}",
         )
         self._tasks[conversation_id] = task
         task.add_done_callback(lambda _: self._finished(conversation_id))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,6 +33,8 @@ from chat_shell.tools.pending_requests import PendingRequestRegistry
 
 log = logging.getLogger("skillhive.chat")
 
+Release = Callable[[], Awaitable[None]]
+
 
 @dataclass
 class _Progress:
@@ -50,6 +52,15 @@ class _Progress:
         elif event.type == "usage":
             self.usage["prompt_tokens"] += event.prompt_tokens
             self.usage["completion_tokens"] += event.completion_tokens
+
+
+async def _call(release: Release | None) -> None:
+    if release is None:
+        return
+    try:
+        await release()
+    except Exception:  # the answer is stored; announcing it matters more than the lock
+        log.exception("releasing the conversation failed")
 
 
 class TurnRunner:
@@ -110,7 +121,12 @@ class TurnRunner:
         )
         return build_turn_request(inputs, self.settings)
 
-    async def run(self, conversation_id: str, message_id: int) -> Message:
+    async def run(
+        self, conversation_id: str, message_id: int, *, release: Release | None = None
+    ) -> Message:
+        """Run the turn and store its answer. `release` frees the conversation for the next
+        send; it runs after the answer is stored and before `done`/`error` is announced, so a
+        client reacting to that event can send at once."""
         progress = _Progress()
         outcome: Event | None = None
         try:
@@ -141,6 +157,7 @@ class TurnRunner:
             log.exception("turn of conversation %s failed", conversation_id)
             outcome = ErrorEvent(code="internal_error", message=type(exc).__name__)
         message = await self._persist(conversation_id, message_id, outcome, progress)
+        await _call(release)
         final = outcome.model_dump(mode="json") if outcome is not None else {"type": "error"}
         await self._emit(conversation_id, {**final, "message": message_json(message)})
         return message

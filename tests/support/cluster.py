@@ -54,7 +54,8 @@ class Cluster:
     env: dict[str, str]
     processes: list[Process] = field(default_factory=list)
 
-    def _spawn(self, name: str, args: list[str], url: str | None = None) -> Process:
+    def spawn(self, name: str, args: list[str], url: str | None = None) -> Process:
+        """`python -m <args>` in the cluster's environment, logging to `<workdir>/<name>-N.log`."""
         name = f"{name}-{len(self.processes)}"  # unique: its log file is named after it
         log = self.workdir / f"{name}.log"
         handle = log.open("wb")
@@ -70,13 +71,16 @@ class Cluster:
         self.processes.append(process)
         return process
 
-    def gateway(self, name: str) -> Process:
+    def spawn_gateway(self, module: list[str]) -> Process:
+        """A gateway module that takes its port as the last argument."""
         port = free_port()
-        args = ["backend.cli", "serve", "--host", "127.0.0.1", "--port", str(port)]
-        return self._spawn(name, args, f"http://127.0.0.1:{port}")
+        return self.spawn("gateway", [*module, str(port)], f"http://127.0.0.1:{port}")
 
-    def worker(self, name: str) -> Process:
-        return self._spawn(name, ["backend.cli", "worker"])
+    def gateway(self) -> Process:
+        return self.spawn_gateway(["backend.cli", "serve", "--host", "127.0.0.1", "--port"])
+
+    def worker(self) -> Process:
+        return self.spawn("worker", ["backend.cli", "worker"])
 
     def wait_ready(self, process: Process, *, deadline_s: float = 60) -> None:
         deadline = time.monotonic() + deadline_s

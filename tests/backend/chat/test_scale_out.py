@@ -81,8 +81,8 @@ def cluster(settings: Settings, redis_server: RedisServer, tmp_path: Path) -> It
 
 
 def start(cluster: Cluster, *, gateways: int, workers: int) -> list[Any]:
-    started = [cluster.gateway("gateway") for _ in range(gateways)]
-    started += [cluster.worker("worker") for _ in range(workers)]
+    started = [cluster.gateway() for _ in range(gateways)]
+    started += [cluster.worker() for _ in range(workers)]
     for process in started:
         cluster.wait_ready(process)
     return started
