@@ -16,6 +16,7 @@ from fastapi import FastAPI
 from backend.app import create_app
 from backend.auth import service as auth_service
 from backend.config import Settings
+from tests.fake_openai_server import FakeOpenAIServer
 from tests.support import services
 
 BACKENDS = ["sqlite", "postgresql"]
@@ -47,6 +48,19 @@ def redis_url(services_dir: Path) -> Iterator[str]:
 @pytest.fixture(scope="session")
 def sqlite_template(services_dir: Path) -> Path:
     return services.prepare_sqlite_template(services_dir / "template.db")
+
+
+@pytest.fixture(scope="session")
+def _openai_server() -> Iterator[FakeOpenAIServer]:
+    with FakeOpenAIServer() as server:
+        yield server
+
+
+@pytest.fixture
+def openai_server(_openai_server: FakeOpenAIServer) -> FakeOpenAIServer:
+    """The scripted OpenAI-compatible server, with an empty script and no recorded requests."""
+    _openai_server.script()
+    return _openai_server
 
 
 @pytest.fixture(params=BACKENDS)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,18 +14,6 @@ from tests.fake_openai_server import FakeOpenAIServer
 from tests.support import zips
 
 PDF_PROMPT = "PDF-INSTRUCTIONS: always check the page count first."
-
-
-@pytest.fixture(scope="session")
-def _model_server() -> Iterator[FakeOpenAIServer]:
-    with FakeOpenAIServer() as server:
-        yield server
-
-
-@pytest.fixture
-def model_server(_model_server: FakeOpenAIServer) -> FakeOpenAIServer:
-    _model_server.script()
-    return _model_server
 
 
 @dataclass
@@ -54,7 +41,7 @@ def ghost_crd(name: str, *, model: dict[str, Any], **spec: Any) -> dict[str, Any
 async def make_setup(
     client: httpx.AsyncClient,
     account: Account,
-    model_server: FakeOpenAIServer,
+    openai_server: FakeOpenAIServer,
     **spec: Any,
 ) -> ChatSetup:
     skill = zips.build(
@@ -70,7 +57,7 @@ async def make_setup(
         "/api/v1/secrets/MODEL_KEY", json={"value": "sk-test-key"}, headers=account.headers
     )
     assert secret.status_code in (201, 204)
-    model = {"name": "scripted", "baseUrl": model_server.base_url, "apiKeySecret": "MODEL_KEY"}
+    model = {"name": "scripted", "baseUrl": openai_server.base_url, "apiKeySecret": "MODEL_KEY"}
     body = ghost_crd("helper", model=model, skills=["pdf-tools"], **spec)
     created = await client.post("/api/v1/namespaces/dev/ghosts", json=body, headers=account.headers)
     assert created.status_code == 201, created.text
@@ -79,6 +66,6 @@ async def make_setup(
 
 @pytest.fixture
 async def chat(
-    client: httpx.AsyncClient, alice: Account, model_server: FakeOpenAIServer
+    client: httpx.AsyncClient, alice: Account, openai_server: FakeOpenAIServer
 ) -> ChatSetup:
-    return await make_setup(client, alice, model_server)
+    return await make_setup(client, alice, openai_server)

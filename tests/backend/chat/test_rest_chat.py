@@ -36,10 +36,10 @@ async def send(client: httpx.AsyncClient, chat: ChatSetup, cid: str, text: str) 
 
 
 async def test_skill_loaded_in_turn_one_is_still_there_in_turn_two(
-    client: httpx.AsyncClient, chat: ChatSetup, model_server: FakeOpenAIServer
+    client: httpx.AsyncClient, chat: ChatSetup, openai_server: FakeOpenAIServer
 ) -> None:
     cid = await chat.conversation(client)
-    model_server.script(load("pdf-tools"), Reply(text="Loaded, the form has 3 pages."))
+    openai_server.script(load("pdf-tools"), Reply(text="Loaded, the form has 3 pages."))
     first = await send(client, chat, cid, "Fill this PDF form")
     assert first.status_code == 200, first.text
     answer = first.json()
@@ -49,16 +49,16 @@ async def test_skill_loaded_in_turn_one_is_still_there_in_turn_two(
     assert [c["name"] for c in answer["tool_calls"]] == ["load_skill"]
     assert answer["usage"]["prompt_tokens"] > 0
     # lazy: the instructions were absent from the first call and present from the next one
-    first_call, second_call = model_server.requests
+    first_call, second_call = openai_server.requests
     assert PDF_PROMPT not in system_prompt(first_call)
     assert "pdf-tools" in system_prompt(first_call)  # the catalog
     assert PDF_PROMPT in system_prompt(second_call)
-    assert model_server.headers[0]["authorization"] == "Bearer sk-test-key"
+    assert openai_server.headers[0]["authorization"] == "Bearer sk-test-key"
 
-    model_server.script(Reply(text="Still on it."))
+    openai_server.script(Reply(text="Still on it."))
     second = await send(client, chat, cid, "And the second page?")
     assert second.json()["content"] == "Still on it."
-    assert PDF_PROMPT in system_prompt(model_server.requests[0])
+    assert PDF_PROMPT in system_prompt(openai_server.requests[0])
 
     listed = await client.get(f"/api/v1/conversations/{cid}/messages", headers=chat.account.headers)
     roles = [(m["role"], m["content"][:5]) for m in listed.json()["items"]]
@@ -71,36 +71,36 @@ async def test_skill_loaded_in_turn_one_is_still_there_in_turn_two(
 
 
 async def test_a_skill_drops_out_after_the_retention_window(
-    client: httpx.AsyncClient, alice: Account, model_server: FakeOpenAIServer
+    client: httpx.AsyncClient, alice: Account, openai_server: FakeOpenAIServer
 ) -> None:
-    chat = await make_setup(client, alice, model_server, retentionTurns=1)
+    chat = await make_setup(client, alice, openai_server, retentionTurns=1)
     cid = await chat.conversation(client)
-    model_server.script(load("pdf-tools"), Reply(text="ok"))
+    openai_server.script(load("pdf-tools"), Reply(text="ok"))
     await send(client, chat, cid, "pdf please")
-    model_server.script(Reply(text="ok"))
+    openai_server.script(Reply(text="ok"))
     await send(client, chat, cid, "next")  # one turn after the last use: still loaded
-    assert PDF_PROMPT in system_prompt(model_server.requests[0])
-    model_server.script(Reply(text="ok"))
+    assert PDF_PROMPT in system_prompt(openai_server.requests[0])
+    openai_server.script(Reply(text="ok"))
     third = await send(client, chat, cid, "something else")
-    assert PDF_PROMPT not in system_prompt(model_server.requests[0])
+    assert PDF_PROMPT not in system_prompt(openai_server.requests[0])
     assert third.json()["loaded_skills"] == []
 
 
 async def test_a_gateway_restart_between_turns_keeps_loaded_skills(
-    settings: Settings, client: httpx.AsyncClient, chat: ChatSetup, model_server: FakeOpenAIServer
+    settings: Settings, client: httpx.AsyncClient, chat: ChatSetup, openai_server: FakeOpenAIServer
 ) -> None:
     cid = await chat.conversation(client)
-    model_server.script(load("pdf-tools"), Reply(text="ok"))
+    openai_server.script(load("pdf-tools"), Reply(text="ok"))
     await send(client, chat, cid, "pdf please")
 
     restarted = create_app(settings)  # a new process in all but name: nothing shared in memory
     async with LifespanManager(restarted):
         transport = httpx.ASGITransport(app=restarted)
         async with httpx.AsyncClient(transport=transport, base_url="http://t") as other:
-            model_server.script(Reply(text="still here"))
+            openai_server.script(Reply(text="still here"))
             reply = await send(other, chat, cid, "continue")
     assert reply.json()["content"] == "still here"
-    assert PDF_PROMPT in system_prompt(model_server.requests[0])
+    assert PDF_PROMPT in system_prompt(openai_server.requests[0])
 
 
 def parse_sse(body: str) -> list[tuple[str, dict[str, Any]]]:
@@ -112,10 +112,10 @@ def parse_sse(body: str) -> list[tuple[str, dict[str, Any]]]:
 
 
 async def test_sse_streams_the_turn_events(
-    client: httpx.AsyncClient, chat: ChatSetup, model_server: FakeOpenAIServer
+    client: httpx.AsyncClient, chat: ChatSetup, openai_server: FakeOpenAIServer
 ) -> None:
     cid = await chat.conversation(client)
-    model_server.script(load("pdf-tools"), Reply(text="Streaming answer here."))
+    openai_server.script(load("pdf-tools"), Reply(text="Streaming answer here."))
     async with client.stream(
         "POST",
         f"/api/v1/conversations/{cid}/messages",
@@ -171,10 +171,10 @@ async def test_offline_model_answers_without_any_server(
 
 
 async def test_a_failing_model_stores_an_error_answer(
-    client: httpx.AsyncClient, chat: ChatSetup, model_server: FakeOpenAIServer
+    client: httpx.AsyncClient, chat: ChatSetup, openai_server: FakeOpenAIServer
 ) -> None:
     cid = await chat.conversation(client)
-    model_server.script(Reply(status=500, text="upstream exploded"))
+    openai_server.script(Reply(status=500, text="upstream exploded"))
     reply = await send(client, chat, cid, "hello")
     assert reply.status_code == 200
     message = reply.json()
@@ -186,16 +186,16 @@ async def test_a_failing_model_stores_an_error_answer(
 
 
 async def test_second_send_during_a_turn_is_409_and_cancel_stores_a_cancelled_answer(
-    client: httpx.AsyncClient, chat: ChatSetup, model_server: FakeOpenAIServer
+    client: httpx.AsyncClient, chat: ChatSetup, openai_server: FakeOpenAIServer
 ) -> None:
     cid = await chat.conversation(client)
     gate = threading.Event()
-    model_server.script(Reply(text="a long answer that is held open", gate=gate))
+    openai_server.script(Reply(text="a long answer that is held open", gate=gate))
     running = asyncio.create_task(send(client, chat, cid, "first"))
     try:
 
         async def started() -> bool:
-            return len(model_server.requests) == 1
+            return len(openai_server.requests) == 1
 
         await eventually(started)
         second = await send(client, chat, cid, "second")
@@ -212,7 +212,7 @@ async def test_second_send_during_a_turn_is_409_and_cancel_stores_a_cancelled_an
     listed = await client.get(f"/api/v1/conversations/{cid}/messages", headers=chat.account.headers)
     assert [m["content"] for m in listed.json()["items"] if m["role"] == "user"] == ["first"]
     # the conversation is free again
-    model_server.script(Reply(text="ok"))
+    openai_server.script(Reply(text="ok"))
     assert (await send(client, chat, cid, "again")).json()["content"] == "ok"
 
 

@@ -100,7 +100,7 @@ async def call(client: socketio.AsyncClient, event: str, data: Any) -> Any:
 
 
 async def test_a_worker_runs_turns_and_every_gateway_sees_the_events(
-    client: httpx.AsyncClient, chat: ChatSetup, model_server: FakeOpenAIServer, cluster: Cluster
+    client: httpx.AsyncClient, chat: ChatSetup, openai_server: FakeOpenAIServer, cluster: Cluster
 ) -> None:
     gateway_a, gateway_b, _ = start(cluster, gateways=2, workers=1)
     cid = await chat.conversation(client)
@@ -109,7 +109,7 @@ async def test_a_worker_runs_turns_and_every_gateway_sees_the_events(
     try:
         for sock in (on_a, on_b):
             assert await call(sock, "conversation:join", {"conversation_id": cid}) == {"ok": True}
-        model_server.script(load("pdf-tools"), Reply(text="Answered by a worker."))
+        openai_server.script(load("pdf-tools"), Reply(text="Answered by a worker."))
         ack = await call(on_a, "chat:send", {"conversation_id": cid, "content": "a pdf task"})
         assert ack["ok"] is True
         for seen in (seen_a, seen_b):
@@ -118,7 +118,7 @@ async def test_a_worker_runs_turns_and_every_gateway_sees_the_events(
             assert seen.events["chat:skill_loaded"][0]["name"] == "pdf-tools"
 
         # REST with SSE on gateway B, fed from the worker through Redis
-        model_server.script(Reply(text="Second turn over SSE."))
+        openai_server.script(Reply(text="Second turn over SSE."))
         async with httpx.AsyncClient(base_url=gateway_b.url, timeout=30) as rest:
             response = await rest.post(
                 f"/api/v1/conversations/{cid}/messages",
@@ -128,19 +128,19 @@ async def test_a_worker_runs_turns_and_every_gateway_sees_the_events(
         events = parse_sse(response.text)
         assert events[0][0] == "start" and events[-1][0] == "done"
         assert events[-1][1]["message"]["content"] == "Second turn over SSE."
-        assert "pdf-tools" in str(model_server.requests[0]["messages"][0])  # still loaded
+        assert "pdf-tools" in str(openai_server.requests[0]["messages"][0])  # still loaded
     finally:
         await on_a.disconnect()
         await on_b.disconnect()
 
 
 async def test_a_killed_worker_turn_is_finished_by_another_exactly_once(
-    client: httpx.AsyncClient, chat: ChatSetup, model_server: FakeOpenAIServer, cluster: Cluster
+    client: httpx.AsyncClient, chat: ChatSetup, openai_server: FakeOpenAIServer, cluster: Cluster
 ) -> None:
     gateway, first_worker = start(cluster, gateways=1, workers=1)
     cid = await chat.conversation(client)
     gate = threading.Event()
-    model_server.script(
+    openai_server.script(
         Reply(text="never finished", gate=gate), Reply(text="finished by worker two")
     )
     async with httpx.AsyncClient(
@@ -151,7 +151,7 @@ async def test_a_killed_worker_turn_is_finished_by_another_exactly_once(
         )
 
         async def first_call_arrived() -> bool:
-            return len(model_server.requests) == 1
+            return len(openai_server.requests) == 1
 
         await eventually(first_call_arrived, deadline_s=30)
         first_worker.kill()  # SIGKILL mid-turn: no clean-up runs
@@ -167,7 +167,7 @@ async def test_a_killed_worker_turn_is_finished_by_another_exactly_once(
 async def test_gateways_and_workers_recover_from_a_redis_restart(
     client: httpx.AsyncClient,
     chat: ChatSetup,
-    model_server: FakeOpenAIServer,
+    openai_server: FakeOpenAIServer,
     cluster: Cluster,
     redis_server: RedisServer,
 ) -> None:
@@ -176,7 +176,7 @@ async def test_gateways_and_workers_recover_from_a_redis_restart(
     async with httpx.AsyncClient(
         base_url=gateway.url, headers=chat.account.headers, timeout=60
     ) as rest:
-        model_server.script(Reply(text="before"))
+        openai_server.script(Reply(text="before"))
         first = await rest.post(f"/api/v1/conversations/{cid}/messages", json={"content": "1"})
         assert first.json()["content"] == "before"
 
@@ -191,7 +191,7 @@ async def test_gateways_and_workers_recover_from_a_redis_restart(
             return (await rest.get("/readyz")).status_code == 200
 
         await eventually(ready, deadline_s=30)
-        model_server.script(Reply(text="after"))
+        openai_server.script(Reply(text="after"))
         # the worker's reader may still be backing off: the turn waits in the stream until then
         second = await rest.post(f"/api/v1/conversations/{cid}/messages", json={"content": "2"})
         assert second.status_code == 200, second.text

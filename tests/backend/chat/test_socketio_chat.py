@@ -78,7 +78,7 @@ async def call(client: socketio.AsyncClient, event: str, data: Any) -> Any:
 
 
 async def test_socketio_chat_streams_to_every_socket_of_the_room(
-    client: httpx.AsyncClient, chat: ChatSetup, model_server: FakeOpenAIServer, connect: Any
+    client: httpx.AsyncClient, chat: ChatSetup, openai_server: FakeOpenAIServer, connect: Any
 ) -> None:
     cid = await chat.conversation(client)
     first, seen_first = await connect(chat.account)
@@ -86,7 +86,7 @@ async def test_socketio_chat_streams_to_every_socket_of_the_room(
     for sock in (first, second):
         assert await call(sock, "conversation:join", {"conversation_id": cid}) == {"ok": True}
 
-    model_server.script(load("pdf-tools"), Reply(text="Hello over Socket.IO."))
+    openai_server.script(load("pdf-tools"), Reply(text="Hello over Socket.IO."))
     ack = await call(first, "chat:send", {"conversation_id": cid, "content": "a pdf task"})
     assert ack["ok"] is True and isinstance(ack["message_id"], int)
     for recorder in (seen_first, seen_second):
@@ -129,13 +129,13 @@ async def test_other_users_cannot_join_send_or_cancel(
 
 
 async def test_chat_cancel_ends_the_turn_with_cancelled(
-    client: httpx.AsyncClient, chat: ChatSetup, model_server: FakeOpenAIServer, connect: Any
+    client: httpx.AsyncClient, chat: ChatSetup, openai_server: FakeOpenAIServer, connect: Any
 ) -> None:
     cid = await chat.conversation(client)
     sock, seen = await connect(chat.account)
     await call(sock, "conversation:join", {"conversation_id": cid})
     gate = threading.Event()
-    model_server.script(Reply(text="this answer never finishes", gate=gate))
+    openai_server.script(Reply(text="this answer never finishes", gate=gate))
     try:
         await call(sock, "chat:send", {"conversation_id": cid, "content": "go"})
         await seen.wait("chat:chunk")  # mid-stream
@@ -163,12 +163,12 @@ def node_modules() -> Path:
 async def test_a_node_socketio_client_chats(
     client: httpx.AsyncClient,
     chat: ChatSetup,
-    model_server: FakeOpenAIServer,
+    openai_server: FakeOpenAIServer,
     server_url: str,
     node_modules: Path,
 ) -> None:
     cid = await chat.conversation(client)
-    model_server.script(Reply(text="Hi from the model to Node."))
+    openai_server.script(Reply(text="Hi from the model to Node."))
     process = await asyncio.create_subprocess_exec(
         "node",
         str(CLIENT_JS),
