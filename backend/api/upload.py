@@ -10,7 +10,10 @@ from __future__ import annotations
 from fastapi import Request
 from python_multipart.multipart import MultipartParser, parse_options_header
 
-from backend.errors import InvalidRequest, PayloadTooLarge
+from backend.errors import InvalidRequest
+from backend.skills.archive import check_archive_size
+from backend.skills.errors import PackageError
+from backend.skills.limits import ArchiveLimits
 
 FILE_FIELD = "file"
 # Room for multipart boundaries, part headers and small fields around the archive itself.
@@ -18,19 +21,11 @@ MULTIPART_OVERHEAD = 64 * 1024
 RAW_TYPES = {b"application/zip", b"application/octet-stream", b"application/x-zip-compressed"}
 
 
-def _too_large(limit: int) -> PayloadTooLarge:
-    return PayloadTooLarge(
-        f"the archive exceeds the {limit} byte limit",
-        code="archive_too_large",
-        details={"limit_bytes": limit},
-    )
-
-
 class _MultipartFile:
     """Collects the bytes of one named part; counts them as they arrive."""
 
-    def __init__(self, boundary: bytes, limit: int) -> None:
-        self.limit = limit
+    def __init__(self, boundary: bytes, limits: ArchiveLimits) -> None:
+        self.limits = limits
         self.data = bytearray()
         self.found = False
         self._in_file = False
@@ -68,11 +63,13 @@ class _MultipartFile:
     def _part_data(self, data: bytes, start: int, end: int) -> None:
         if self._in_file:
             self.data.extend(data[start:end])
-            if len(self.data) > self.limit:
-                raise _too_large(self.limit)
+            check_archive_size(len(self.data), self.limits)
 
 
-async def read_archive(request: Request, limit: int) -> bytes:
+async def read_archive(request: Request, limits: ArchiveLimits) -> bytes:
+    """The archive's bytes; 413 `archive_too_large` (the package reader's own check) as soon as
+    the body is known to be over the cap. The body may exceed the archive by the multipart
+    overhead, so `received - overhead` is a lower bound of the archive's size."""
     content_type, options = parse_options_header(request.headers.get("content-type", ""))
     multipart = content_type == b"multipart/form-data"
     if not multipart and content_type not in RAW_TYPES:
@@ -81,22 +78,21 @@ async def read_archive(request: Request, limit: int) -> bytes:
             code="unsupported_media_type",
             status_code=415,
         )
-    body_cap = limit + (MULTIPART_OVERHEAD if multipart else 0)
+    overhead = MULTIPART_OVERHEAD if multipart else 0
     declared = request.headers.get("content-length")
-    if declared and declared.isdigit() and int(declared) > body_cap:
-        raise _too_large(limit)  # refused before reading a byte
+    if declared and declared.isdigit():
+        check_archive_size(int(declared) - overhead, limits)  # refused before reading a byte
 
     received = 0
-    collector = _MultipartFile(options.get(b"boundary", b""), limit) if multipart else None
+    collector = _MultipartFile(options.get(b"boundary", b""), limits) if multipart else None
     raw = bytearray()
     async for chunk in request.stream():
         received += len(chunk)
-        if received > body_cap:
-            raise _too_large(limit)
+        check_archive_size(received - overhead, limits)
         if collector is not None:
             try:
                 collector.parser.write(chunk)
-            except PayloadTooLarge:
+            except PackageError:
                 raise
             except Exception as exc:  # python-multipart raises its own parse errors
                 raise InvalidRequest(

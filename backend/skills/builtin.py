@@ -9,7 +9,7 @@ from pathlib import Path
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from backend.config import Settings
-from backend.errors import Conflict
+from backend.errors import Conflict, SkillhiveError
 from backend.kinds import store
 from backend.skills import service
 from backend.skills.folder import zip_folder
@@ -22,7 +22,7 @@ log = logging.getLogger("skillhive.skills")
 @dataclass(frozen=True)
 class SyncResult:
     name: str
-    action: str  # created | updated | unchanged
+    action: str  # created | updated | unchanged | failed
 
 
 def builtin_dir(settings: Settings) -> Path | None:
@@ -68,7 +68,14 @@ async def sync_builtin_skills(
     results = []
     for folder in skill_folders(root):
         async with sessionmaker() as session:
-            result = await _sync_one(session, settings, folder)
+            try:
+                result = await _sync_one(session, settings, folder)
+            except SkillhiveError as exc:  # one broken skill must not keep the gateway down
+                log.error(
+                    "built-in skill %s not synced: %s (%s)", folder.name, exc.message, exc.code
+                )
+                results.append(SyncResult(folder.name, "failed"))
+                continue
         if result.action != "unchanged":
             log.info("built-in skill %s %s", result.name, result.action)
         results.append(result)

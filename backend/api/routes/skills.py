@@ -19,6 +19,7 @@ from backend.api.upload import ARCHIVE_BODY_OPENAPI, read_archive
 from backend.kinds import store
 from backend.kinds.store import Scope
 from backend.skills import service
+from backend.skills.limits import ArchiveLimits
 from backend.skills.service import PUBLIC_SCOPE
 
 # File types a browser may render inline; anything else downloads (uploaded HTML/SVG must not
@@ -69,7 +70,7 @@ def _register(router: APIRouter, read_scope: ScopeDep, write_scope: ScopeDep, *,
         settings: SettingsDep,
         strict: bool = False,
     ) -> JSONResponse:
-        data = await read_archive(request, settings.max_archive_bytes)
+        data = await read_archive(request, ArchiveLimits.from_settings(settings))
         crd = await service.create(session, settings, scope, data, strict=strict)
         return crd_response(crd, 201)
 
@@ -88,7 +89,7 @@ def _register(router: APIRouter, read_scope: ScopeDep, write_scope: ScopeDep, *,
         if_match: Annotated[str | None, Header()] = None,
     ) -> JSONResponse:
         expected = store.parse_if_match(if_match)
-        data = await read_archive(request, settings.max_archive_bytes)
+        data = await read_archive(request, ArchiveLimits.from_settings(settings))
         crd = await service.replace(
             session, settings, scope, name, data, strict=strict, expected_version=expected
         )

@@ -199,3 +199,30 @@ async def test_gateways_and_workers_recover_from_a_redis_restart(
     leftover = redis.Redis.from_url(redis_server.url).keys("skillhive:turn-lock:*")
     assert leftover == []
     assert os.environ.get("SKILLHIVE_REDIS_URL") is None  # tests never leak configuration
+
+
+async def test_chat_cancel_reaches_the_worker_running_the_turn(
+    client: httpx.AsyncClient, chat: ChatSetup, openai_server: FakeOpenAIServer, cluster: Cluster
+) -> None:
+    gateway, _ = start(cluster, gateways=1, workers=1)
+    cid = await chat.conversation(client)
+    sock, seen = await socket(gateway.url, chat.account.token)
+    gate = threading.Event()
+    try:
+        await call(sock, "conversation:join", {"conversation_id": cid})
+        openai_server.script(Reply(text="a long answer held open", gate=gate))
+        assert (await call(sock, "chat:send", {"conversation_id": cid, "content": "go"}))["ok"]
+        await seen.wait("chat:chunk")  # the worker is mid-stream
+        busy = await call(sock, "chat:send", {"conversation_id": cid, "content": "again"})
+        assert busy["error"]["code"] == "turn_in_progress"
+        ack = await call(sock, "chat:cancel", {"conversation_id": cid})
+        assert ack == {"ok": True, "cancelled": True}
+        error = await seen.wait("chat:error")
+        assert error["code"] == "cancelled"
+        assert error["message"]["status"] == "cancelled"
+        openai_server.script(Reply(text="free again"))
+        assert (await call(sock, "chat:send", {"conversation_id": cid, "content": "next"}))["ok"]
+        assert (await seen.wait("chat:done"))["message"]["content"] == "free again"
+    finally:
+        gate.set()
+        await sock.disconnect()

@@ -56,3 +56,16 @@ async def test_sync_creates_then_leaves_then_updates(own_builtins: Settings) -> 
     assert crd["spec"]["description"] == "Greets warmly."
     assert crd["metadata"]["resourceVersion"] == 2
     assert crd["status"]["public"] is True
+
+
+async def test_a_broken_builtin_is_reported_and_the_others_still_sync(
+    own_builtins: Settings, caplog: pytest.LogCaptureFixture
+) -> None:
+    broken = own_builtins.builtin_skills_dir / "broken"  # type: ignore[operator]
+    broken.mkdir()
+    (broken / "SKILL.md").write_text("---\nname: Not Valid!\ndescription: x\n---\n")
+    app = create_app(own_builtins)
+    async with LifespanManager(app):  # start-up survives it
+        results = await sync_builtin_skills(app.state.sessionmaker, own_builtins)
+    assert {(r.name, r.action) for r in results} == {("broken", "failed"), ("greeter", "unchanged")}
+    assert "built-in skill broken not synced" in caplog.text
