@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator, Callable
 from functools import cache
+from pathlib import Path
 
 import httpx
 import pytest
@@ -99,8 +100,10 @@ async def test_ratio_cap_spares_small_entries(client: httpx.AsyncClient, alice: 
 
 
 @pytest.fixture
-def small_cap(settings: Settings) -> Settings:
-    return settings.model_copy(update={"max_archive_bytes": 4096})
+def small_cap(settings: Settings, tmp_path: Path) -> Settings:
+    # No built-in skills: they are bigger than this cap, and this test is about uploads.
+    (empty := tmp_path / "no-builtins").mkdir()
+    return settings.model_copy(update={"max_archive_bytes": 4096, "builtin_skills_dir": empty})
 
 
 @pytest.fixture
