@@ -67,7 +67,7 @@ class McpServer(CamelModel):
     command: Text | None = None
     args: list[Text] | None = None
     headers: dict[str, Text] | None = None
-    timeout: float | None = None  # seconds
+    timeout: float | None = Field(None, allow_inf_nan=False)  # seconds; JSON has no inf/nan
 
     @model_validator(mode="after")
     def _needs_an_endpoint(self) -> McpServer:

@@ -141,6 +141,11 @@ def test_empty_values_count_as_absent() -> None:
             "mcpServers.s.timeout",
         ),
         (
+            f"name: demo\n{DESCRIPTION}\nmcpServers: {{s: {{url: u, timeout: inf}}}}",
+            "invalid_field",
+            "mcpServers.s.timeout",
+        ),
+        (
             f"name: demo\n{DESCRIPTION}\nmetadata: {{k: {{nested: 1}}}}",
             "invalid_field",
             "metadata.k",
