@@ -85,8 +85,10 @@ class TurnRunner:
         self.pending_requests = pending_requests  # skill tools that ask the browser wait here
         self.model = model  # tests and benchmarks inject a fake; None builds it from settings
 
-    async def _emit(self, conversation_id: str, event: EventData) -> None:
-        event = {**event, "conversation_id": conversation_id}
+    async def _emit(self, conversation_id: str, turn: int, event: EventData) -> None:
+        # `turn` (the user message answered) lets a listener tell this turn's events from a
+        # re-announcement of an earlier one (a retried turn after a worker or Redis restart).
+        event = {**event, "conversation_id": conversation_id, "turn": turn}
         for sink in self.sinks:
             try:
                 await sink.emit(conversation_id, event)
@@ -133,7 +135,7 @@ class TurnRunner:
             prepared = await self.prepare(conversation_id, message_id)
             if isinstance(prepared, Message):  # a retry of a finished turn: announce it only
                 await self._emit(
-                    conversation_id, {"type": "done", "message": message_json(prepared)}
+                    conversation_id, message_id, {"type": "done", "message": message_json(prepared)}
                 )
                 return prepared
             turn = run_turn(
@@ -141,6 +143,7 @@ class TurnRunner:
                 package_source=self.package_source,
                 frontend=self.frontend,
                 model=self.model,
+                pending_requests=self.pending_requests,
             )
             async with aclosing(turn) as events:
                 async for event in events:
@@ -148,7 +151,7 @@ class TurnRunner:
                         outcome = event
                         break
                     progress.add(event)
-                    await self._emit(conversation_id, event.model_dump(mode="json"))
+                    await self._emit(conversation_id, message_id, event.model_dump(mode="json"))
         except asyncio.CancelledError:
             outcome = ErrorEvent(code="cancelled", message="the turn was cancelled")
         except (SkillhiveError, ChatShellError) as exc:
@@ -159,7 +162,7 @@ class TurnRunner:
         message = await self._persist(conversation_id, message_id, outcome, progress)
         await _call(release)
         final = outcome.model_dump(mode="json") if outcome is not None else {"type": "error"}
-        await self._emit(conversation_id, {**final, "message": message_json(message)})
+        await self._emit(conversation_id, message_id, {**final, "message": message_json(message)})
         return message
 
     async def _persist(

@@ -162,6 +162,8 @@ async def send_message(
         async def stream() -> AsyncIterator[bytes]:
             try:
                 async for event in events:
+                    if event.get("turn") != message_id:
+                        continue  # another turn's (e.g. a retried earlier one) announcement
                     yield _sse(event)
                     if event["type"] in TERMINAL:
                         break
@@ -181,7 +183,7 @@ async def send_message(
     async with stack:
         final: dict[str, Any] = {}
         async for event in events:
-            if event["type"] in TERMINAL:
+            if event["type"] in TERMINAL and event.get("turn") == message_id:
                 final = event
                 break
     return JSONResponse(final["message"])

@@ -239,3 +239,24 @@ async def test_conversations_are_private(
     assert (
         await client.delete(f"/api/v1/conversations/{cid}", headers=chat.account.headers)
     ).status_code == 204
+
+
+async def test_a_reannounced_earlier_turn_does_not_answer_the_current_one(
+    app: Any, client: httpx.AsyncClient, chat: ChatSetup, openai_server: FakeOpenAIServer
+) -> None:
+    cid = await chat.conversation(client)
+    gate = threading.Event()
+    openai_server.script(Reply(text="the real answer", gate=gate))
+    waiting = asyncio.create_task(send(client, chat, cid, "question"))
+    try:
+
+        async def started() -> bool:
+            return len(openai_server.requests) == 1
+
+        await eventually(started)
+        # What a retried, already answered earlier turn announces (after a worker restart).
+        stale = {"type": "done", "turn": -1, "conversation_id": cid, "message": {"content": "old"}}
+        await app.state.chat.bus.emit(cid, stale)
+    finally:
+        gate.set()
+    assert (await waiting).json()["content"] == "the real answer"
