@@ -19,10 +19,11 @@ import redis
 import socketio
 
 from backend.config import Settings
-from tests.backend.chat.conftest import ChatSetup
+from tests.backend.chat.conftest import ChatSetup, ghost_crd
 from tests.backend.chat.test_rest_chat import load, parse_sse
 from tests.backend.chat.test_socketio_chat import Recorder
-from tests.fake_openai_server import FakeOpenAIServer, Reply
+from tests.conftest import Account
+from tests.fake_openai_server import FakeOpenAIServer, Reply, ToolCall
 from tests.support.cluster import Cluster, cluster_env, free_port
 from tests.support.wait import eventually
 
@@ -226,3 +227,59 @@ async def test_chat_cancel_reaches_the_worker_running_the_turn(
     finally:
         gate.set()
         await sock.disconnect()
+
+
+async def test_a_browser_answer_on_another_gateway_resolves_the_workers_tool(
+    client: httpx.AsyncClient,
+    alice: Account,
+    bob: Account,
+    openai_server: FakeOpenAIServer,
+    cluster: Cluster,
+) -> None:
+    ghost = ghost_crd(
+        "artist",
+        model={"name": "scripted", "baseUrl": openai_server.base_url},
+        skills=["mermaid-diagram"],
+    )
+    created = await client.post("/api/v1/namespaces/dev/ghosts", json=ghost, headers=alice.headers)
+    assert created.status_code == 201, created.text
+    cid = (
+        await client.post(
+            "/api/v1/conversations", json={"ghost": "dev/artist"}, headers=alice.headers
+        )
+    ).json()["id"]
+    gateway_a, gateway_b, _ = start(cluster, gateways=2, workers=1)
+    on_a, seen_a = await socket(gateway_a.url, alice.token)
+    on_b, seen_b = await socket(gateway_b.url, alice.token)
+    intruder, _ = await socket(gateway_a.url, bob.token)
+    try:
+        for sock in (on_a, on_b):
+            assert (await call(sock, "conversation:join", {"conversation_id": cid}))["ok"]
+        openai_server.script(
+            Reply(tool_calls=[ToolCall("load_skill", {"skill_name": "mermaid-diagram"})]),
+            Reply(tool_calls=[ToolCall("render_mermaid", {"code": "graph TD; A-->B"})]),
+            Reply(text="Here is the diagram."),
+        )
+        assert (await call(on_a, "chat:send", {"conversation_id": cid, "content": "draw A to B"}))[
+            "ok"
+        ]
+        request = await seen_b.wait("skill:request")
+        assert request["skill_name"] == "mermaid-diagram" and request["action"] == "render"
+        assert request["data"] == {"code": "graph TD; A-->B"}
+        answer = {"request_id": request["request_id"], "success": True, "result": None}
+
+        forged = await call(intruder, "skill:response", answer)
+        assert forged == {"ok": False, "outcome": "not_found"}
+        assert await call(on_b, "skill:response", answer) == {"ok": True, "outcome": "resolved"}
+        again = await call(on_a, "skill:response", answer)
+        assert again == {"ok": False, "outcome": "already_resolved"}
+
+        done = await seen_a.wait("chat:done")
+        assert done["message"]["content"] == "Here is the diagram."
+        tools = [c["name"] for c in done["message"]["tool_calls"]]
+        assert tools == ["load_skill", "render_mermaid"]
+        tool_result = [m for m in openai_server.requests[2]["messages"] if m["role"] == "tool"]
+        assert tool_result[-1]["content"] == "rendered"
+    finally:
+        for sock in (on_a, on_b, intruder):
+            await sock.disconnect()
