@@ -81,9 +81,6 @@ class InProcessDispatcher:
         await asyncio.wait({task})  # the runner stores the cancelled answer before it ends
         return True
 
-    def running(self, conversation_id: str) -> bool:
-        return conversation_id in self._claimed
-
     async def aclose(self) -> None:
         tasks = list(self._tasks.values())
         for task in tasks:

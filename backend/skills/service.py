@@ -13,7 +13,7 @@ from sqlalchemy import insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.config import Settings
-from backend.db.models import SYSTEM_USER_ID, Kind, SkillBinary
+from backend.db.models import SYSTEM_USER_ID, SkillBinary
 from backend.db.types import utcnow
 from backend.errors import InvalidRequest
 from backend.ghosts.references import release_skill
@@ -163,15 +163,3 @@ async def by_hash(session: AsyncSession, sha256: str) -> bytes | None:
     return await session.scalar(
         select(SkillBinary.binary_data).where(SkillBinary.file_hash == sha256).limit(1)
     )
-
-
-async def find_rows(session: AsyncSession, scope: Scope, names: list[str]) -> list[Kind]:
-    rows = await session.scalars(
-        select(Kind).where(
-            Kind.kind == SKILL_KIND,
-            Kind.user_id == scope.user_id,
-            Kind.namespace == scope.namespace,
-            Kind.name.in_(names),
-        )
-    )
-    return list(rows)

@@ -260,3 +260,46 @@ async def test_a_reannounced_earlier_turn_does_not_answer_the_current_one(
     finally:
         gate.set()
     assert (await waiting).json()["content"] == "the real answer"
+
+
+async def test_conversations_and_messages_are_paginated(
+    client: httpx.AsyncClient, chat: ChatSetup, openai_server: FakeOpenAIServer
+) -> None:
+    created = [await chat.conversation(client) for _ in range(5)]
+    pages, token = [], None
+    while True:
+        query = "?limit=2" + (f"&continue={token}" if token else "")
+        page = (
+            await client.get("/api/v1/conversations" + query, headers=chat.account.headers)
+        ).json()
+        pages.append([c["id"] for c in page["items"]])
+        token = page["continue"]
+        if token is None:
+            break
+    assert [len(p) for p in pages] == [2, 2, 1]
+    assert sum(pages, []) == list(reversed(created))  # newest first, each exactly once
+
+    cid = created[0]
+    for i in range(3):
+        openai_server.script(Reply(text=f"answer {i}"))
+        await send(client, chat, cid, f"question {i}")
+    url = f"/api/v1/conversations/{cid}/messages?limit=4"
+    first = (await client.get(url, headers=chat.account.headers)).json()
+    rest = (
+        await client.get(url + f"&continue={first['continue']}", headers=chat.account.headers)
+    ).json()
+    contents = [m["content"] for m in first["items"] + rest["items"]]
+    assert contents == [
+        "question 0",
+        "answer 0",
+        "question 1",
+        "answer 1",
+        "question 2",
+        "answer 2",
+    ]
+    assert rest["continue"] is None
+    for bad in (
+        "/api/v1/conversations?continue=nope",
+        f"/api/v1/conversations/{cid}/messages?continue=x",
+    ):
+        assert_error(await client.get(bad, headers=chat.account.headers), 422, "invalid_continue")
