@@ -143,11 +143,11 @@ async def soak(
         while time.monotonic() < deadline:
             try:
                 result = await sock.turn(cid)
-                if result.get("message", {}).get("status") == "ok":
+                if (result.get("reply") or {}).get("status") == "ok":
                     turns += 1
                 else:
                     errors += 1
-                    kinds[str(result.get("code") or result.get("message", {}).get("error"))] += 1
+                    kinds[str(result.get("code"))] += 1
             except Exception as exc:
                 errors += 1
                 kinds[f"{type(exc).__name__}: {str(exc)[:80]}"] += 1
@@ -206,7 +206,7 @@ async def run(pairs: int, clients: int, seconds: float) -> None:
 
             async def sio_turn() -> None:
                 result = await sock.turn(next(sio_iter))
-                assert result["message"]["status"] == "ok", result
+                assert result["reply"]["status"] == "ok", result
 
             sio = await compare(sio_turn, direct, pairs=pairs)
             await sock.sio.disconnect()

@@ -54,6 +54,14 @@ class _Progress:
             self.usage["completion_tokens"] += event.completion_tokens
 
 
+def _terminal(event: EventData, reply: Message | None) -> EventData:
+    """`done`/`error` carry the stored answer as `reply`; `done` also as `message` (its wire
+    name), while an error's `message` stays the error text."""
+    stored = message_json(reply) if reply is not None else None
+    extra = {"reply": stored, "message": stored} if event["type"] == "done" else {"reply": stored}
+    return {**event, **extra}
+
+
 async def _call(release: Release | None) -> None:
     if release is None:
         return
@@ -125,10 +133,11 @@ class TurnRunner:
 
     async def run(
         self, conversation_id: str, message_id: int, *, release: Release | None = None
-    ) -> Message:
+    ) -> Message | None:
         """Run the turn and store its answer. `release` frees the conversation for the next
         send; it runs after the answer is stored and before `done`/`error` is announced, so a
-        client reacting to that event can send at once."""
+        client reacting to that event can send at once. None when the answer could not be
+        stored (e.g. the conversation was deleted meanwhile): the turn is over, not retried."""
         progress = _Progress()
         outcome: Event | None = None
         try:
@@ -159,10 +168,17 @@ class TurnRunner:
         except Exception as exc:
             log.exception("turn of conversation %s failed", conversation_id)
             outcome = ErrorEvent(code="internal_error", message=type(exc).__name__)
-        message = await self._persist(conversation_id, message_id, outcome, progress)
-        await _call(release)
         final = outcome.model_dump(mode="json") if outcome is not None else {"type": "error"}
-        await self._emit(conversation_id, message_id, {**final, "message": message_json(message)})
+        try:
+            message: Message | None = await self._persist(
+                conversation_id, message_id, outcome, progress
+            )
+        except Exception:
+            log.exception("the answer to message %s could not be stored", message_id)
+            message = None
+            final = {"type": "error", "code": "turn_not_stored", "message": "not stored"}
+        await _call(release)
+        await self._emit(conversation_id, message_id, _terminal(final, message))
         return message
 
     async def _persist(

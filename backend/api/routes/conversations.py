@@ -16,7 +16,7 @@ from backend.api.deps import CurrentUser, SessionDep
 from backend.chat import conversations
 from backend.chat.events import TERMINAL, EventData, message_json
 from backend.chat.runtime import DEFAULT_TITLE, ChatRuntime
-from backend.errors import InvalidRequest
+from backend.errors import InvalidRequest, ServiceUnavailable
 from backend.ghosts.resolve import resolve_ghost
 
 router = APIRouter(prefix="/conversations", tags=["conversations"])
@@ -186,4 +186,8 @@ async def send_message(
             if event["type"] in TERMINAL and event.get("turn") == message_id:
                 final = event
                 break
-    return JSONResponse(final["message"])
+    if not final.get("reply"):
+        raise ServiceUnavailable(
+            "the turn ended but its answer could not be stored", code="turn_not_stored"
+        )
+    return JSONResponse(final["reply"])

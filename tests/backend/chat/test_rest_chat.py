@@ -303,3 +303,21 @@ async def test_conversations_and_messages_are_paginated(
         f"/api/v1/conversations/{cid}/messages?continue=x",
     ):
         assert_error(await client.get(bad, headers=chat.account.headers), 422, "invalid_continue")
+
+
+async def test_a_turn_whose_conversation_vanished_ends_once_with_an_error(app: Any) -> None:
+    """E.g. the conversation was deleted while a worker ran its turn: the turn must end (and be
+    acknowledged), not raise and be retried forever."""
+    runner = app.state.chat.dispatcher.runner
+    released = []
+
+    async def release() -> None:
+        released.append(True)
+
+    async with app.state.chat.bus.subscribe("gone") as events:
+        result = await runner.run("gone", 424242, release=release)
+        final = await anext(events)
+    assert result is None
+    assert released == [True]
+    assert final["type"] == "error" and final["code"] == "turn_not_stored"
+    assert final["reply"] is None and final["turn"] == 424242

@@ -220,7 +220,8 @@ async def test_chat_cancel_reaches_the_worker_running_the_turn(
         assert ack == {"ok": True, "cancelled": True}
         error = await seen.wait("chat:error")
         assert error["code"] == "cancelled"
-        assert error["message"]["status"] == "cancelled"
+        assert error["message"] == "the turn was cancelled"
+        assert error["reply"]["status"] == "cancelled"
         openai_server.script(Reply(text="free again"))
         assert (await call(sock, "chat:send", {"conversation_id": cid, "content": "next"}))["ok"]
         assert (await seen.wait("chat:done"))["message"]["content"] == "free again"

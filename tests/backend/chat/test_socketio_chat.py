@@ -149,8 +149,9 @@ async def test_chat_cancel_ends_the_turn_with_cancelled(
     finally:
         gate.set()
     assert error["code"] == "cancelled"
-    assert error["message"]["status"] == "cancelled"
-    assert error["message"]["content"].startswith("this")  # what had streamed is kept
+    assert error["message"] == "the turn was cancelled"  # the error text, as the wire says
+    assert error["reply"]["status"] == "cancelled"  # the stored answer
+    assert error["reply"]["content"].startswith("this")  # what had streamed is kept
 
 
 @pytest.fixture(scope="session")
