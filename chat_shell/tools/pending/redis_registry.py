@@ -29,8 +29,11 @@ from chat_shell.ports import FrontendChannel
 from chat_shell.tools.pending import lua
 from chat_shell.tools.pending.base import Answer, Outcome, _RegistryCore
 from chat_shell.tools.pending.errors import PendingRequestError, RegistryUnavailable
+from chat_shell.tools.pending.pipeliner import Pipeliner, Script
 
 log = logging.getLogger(__name__)
+
+REGISTER, RESOLVE, SETTLE = Script(lua.REGISTER), Script(lua.RESOLVE), Script(lua.SETTLE)
 
 MIN_BACKOFF, MAX_BACKOFF = 0.05, 2.0  # listener reconnects and retried clean-ups
 BACKSTOP_MARGIN = 30.0  # seconds a request key outlives its deadline if nobody settles it
@@ -66,9 +69,7 @@ class RedisPendingRequestRegistry(_RegistryCore):
         self._tombstone_ms = max(1, round(tombstone_ttl * 1000))
         self._tombstone_ttl = tombstone_ttl
         self._ping_interval = ping_interval
-        self._register_lua = redis.register_script(lua.REGISTER)
-        self._resolve_lua = redis.register_script(lua.RESOLVE)
-        self._settle_lua = redis.register_script(lua.SETTLE)
+        self._scripts = Pipeliner(redis)
         self._listener_redis: aioredis.Redis | None = None
         self._listener: asyncio.Task[None] | None = None
         self._settler: asyncio.Task[None] | None = None
@@ -149,7 +150,7 @@ class RedisPendingRequestRegistry(_RegistryCore):
         backstop_ms = round((timeout_s + self._tombstone_ttl + BACKSTOP_MARGIN) * 1000)
         args: list[str | int] = [str(user_id), self.worker_id, backstop_ms]
         try:
-            await self._register_lua(keys=[self.key(request_id)], args=args)
+            await self._scripts.call(REGISTER, [self.key(request_id)], args)
         except RedisError as exc:
             raise RegistryUnavailable(f"cannot store the request in Redis: {exc}") from exc
 
@@ -160,15 +161,15 @@ class RedisPendingRequestRegistry(_RegistryCore):
             raise InvalidAnswer(f"the answer is not JSON-serializable: {exc}") from exc
         args = [str(user_id), encoded, f"{self.prefix}:worker:", request_id]
         try:
-            outcome = await self._resolve_lua(keys=[self.key(request_id)], args=args)
+            outcome = await self._scripts.call(RESOLVE, [self.key(request_id)], args)
         except RedisError as exc:
             raise RegistryUnavailable(f"cannot resolve the request in Redis: {exc}") from exc
         return Outcome(_text(outcome))
 
     async def _expire(self, request_id: str) -> Answer | None:
         try:
-            stored = await self._settle_lua(
-                keys=[self.key(request_id)], args=[self._tombstone_ms, 1]
+            stored = await self._scripts.call(
+                SETTLE, [self.key(request_id)], [self._tombstone_ms, 1]
             )
         except RedisError as exc:
             log.warning("could not expire pending request %s: %s", request_id, exc)
@@ -185,12 +186,16 @@ class RedisPendingRequestRegistry(_RegistryCore):
         self._settle_wanted.set()
 
     async def _settle_many(self, batch: Iterable[tuple[str, bool]]) -> list[Any]:
-        """One pipelined round trip of SETTLE scripts; returns what each one returned."""
-        async with self._redis.pipeline(transaction=False) as pipe:
-            for request_id, expire in batch:
-                args = [self._tombstone_ms, 1 if expire else 0]
-                await self._settle_lua(keys=[self.key(request_id)], args=args, client=pipe)
-            return await pipe.execute()
+        """SETTLE each request (one pipeline); returns what each call returned."""
+        calls = [
+            self._scripts.call(SETTLE, [self.key(rid)], [self._tombstone_ms, int(expire)])
+            for rid, expire in batch
+        ]
+        results = await asyncio.gather(*calls, return_exceptions=True)
+        for result in results:
+            if isinstance(result, BaseException):
+                raise result
+        return results
 
     async def _settle_loop(self) -> None:
         backoff = MIN_BACKOFF

@@ -474,3 +474,15 @@ async def test_at_the_deadline_a_stored_answer_wins_over_expiry(
         assert await asyncio.wait_for(task, PROMPTLY) == "just in time"
         assert harness.registry.metrics().expired == 0
         await harness.close()  # while its Redis user still exists
+
+
+@only_redis
+async def test_requests_work_after_redis_forgot_the_scripts(harness: Harness) -> None:
+    assert harness.redis is not None
+    await harness.redis.script_flush()  # as after a Redis restart
+
+    task, request_id = await harness.ask()
+    await harness.redis.script_flush()
+
+    assert await harness.resolve(request_id, "still works") is Outcome.RESOLVED
+    assert await asyncio.wait_for(task, PROMPTLY) == "still works"
