@@ -20,6 +20,7 @@ from backend.api.routes import (
     ghosts,
     health,
     me,
+    metrics,
     secrets,
     skills,
     tokens,
@@ -63,7 +64,7 @@ async def bootstrap_admin(
 
 def _api_router() -> APIRouter:
     api = APIRouter(prefix=API_PREFIX)
-    for module in (me, tokens, users, secrets, conversations):
+    for module in (me, tokens, users, secrets, conversations, metrics):
         api.include_router(module.router)
     api.include_router(skills.namespaced)
     api.include_router(skills.public)

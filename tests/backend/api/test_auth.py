@@ -171,3 +171,12 @@ async def test_validation_errors_use_the_error_shape(
     assert_error(response, 422, "invalid_request")
     assert response.json()["error"]["details"]["errors"][0]["loc"] == ["body", "name"]
     assert_error(await client.get("/api/v1/nope", headers=alice.headers), 404, "not_found")
+
+
+async def test_metrics_are_for_admins(
+    client: httpx.AsyncClient, alice: Account, admin: Account
+) -> None:
+    assert_error(await client.get("/api/v1/metrics", headers=alice.headers), 403, "admin_required")
+    body = (await client.get("/api/v1/metrics", headers=admin.headers)).json()
+    assert body["mode"] == "embedded"
+    assert body["pending_requests"] == {"pending": 0, "resolved": 0, "expired": 0, "rejected": 0}
