@@ -94,7 +94,8 @@ class TurnWorker:
         self.runner = runner
         self.consumer = f"worker-{uuid.uuid4().hex[:12]}"  # unique per process, not a PID
         self._slots = asyncio.Semaphore(concurrency)
-        self._running: dict[str, asyncio.Task[Any]] = {}  # conversation id -> turn
+        # conversation id -> (the turn's task, the user message it answers)
+        self._running: dict[str, tuple[asyncio.Task[Any], int]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._release = redis.register_script(RELEASE_IF_VALUE)
         self._extend = redis.register_script(EXTEND_IF_VALUE)
@@ -222,7 +223,7 @@ class TurnWorker:
             turn = asyncio.create_task(
                 self.runner.run(entry.conversation_id, int(entry.message_id), release=release)
             )
-            self._running[entry.conversation_id] = turn
+            self._running[entry.conversation_id] = (turn, int(entry.message_id))
             try:
                 await turn
             finally:
@@ -264,8 +265,10 @@ class TurnWorker:
             async for message in pubsub.listen():
                 if message["type"] != "message":
                     continue
-                turn = self._running.get(_text(message["data"]))
-                if turn is not None:
+                running = self._running.get(_text(message["data"]))
+                if running is not None:
+                    turn, message_id = running
+                    self.runner.request_cancel(message_id)  # seen at the turn's next event
                     turn.cancel()  # the runner stores the cancelled answer and ends
         finally:
             await pubsub.aclose()  # type: ignore[no-untyped-call]

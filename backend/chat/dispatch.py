@@ -45,6 +45,7 @@ class InProcessDispatcher:
         self.runner = runner
         self._claimed: set[str] = set()
         self._tasks: dict[str, asyncio.Task[object]] = {}
+        self._turns: dict[str, int] = {}  # conversation id -> the user message being answered
 
     async def submit(self, conversation_id: str, store_user_message: StoreUserMessage) -> int:
         if conversation_id in self._claimed:
@@ -64,11 +65,13 @@ class InProcessDispatcher:
             name=f"turn:{conversation_id}",
         )
         self._tasks[conversation_id] = task
+        self._turns[conversation_id] = message_id
         task.add_done_callback(lambda _: self._finished(conversation_id))
         return message_id
 
     def _finished(self, conversation_id: str) -> None:
         self._claimed.discard(conversation_id)
+        self._turns.pop(conversation_id, None)
         task = self._tasks.pop(conversation_id, None)
         if task is not None and not task.cancelled() and task.exception() is not None:
             log.error("turn task failed", exc_info=task.exception())
@@ -77,6 +80,7 @@ class InProcessDispatcher:
         task = self._tasks.get(conversation_id)
         if task is None or task.done():
             return False
+        self.runner.request_cancel(self._turns[conversation_id])
         task.cancel()
         await asyncio.wait({task})  # the runner stores the cancelled answer before it ends
         return True

@@ -91,6 +91,9 @@ class TurnRunner:
         self.frontend = frontend
         self.sinks = list(sinks)
         self.pending_requests = pending_requests  # skill tools that ask the browser wait here
+        # Turns asked to stop. Checked after every event as well as cancelling the task:
+        # redis-py can swallow a task cancellation that lands while a Redis call completes.
+        self._cancel_requested: set[int] = set()
         self.model = model  # tests and benchmarks inject a fake; None builds it from settings
 
     async def _emit(self, conversation_id: str, turn: int, event: EventData) -> None:
@@ -102,6 +105,10 @@ class TurnRunner:
                 await sink.emit(conversation_id, event)
             except Exception:  # a broken listener must not break the turn
                 log.exception("event sink %r failed", sink)
+
+    def request_cancel(self, message_id: int) -> None:
+        """Stop the turn answering `message_id` (the caller also cancels its task)."""
+        self._cancel_requested.add(message_id)
 
     async def prepare(self, conversation_id: str, message_id: int) -> TurnRequest | Message:
         """The turn's request, or the stored answer when this turn already ran (a retry)."""
@@ -156,6 +163,8 @@ class TurnRunner:
             )
             async with aclosing(turn) as events:
                 async for event in events:
+                    if message_id in self._cancel_requested:
+                        raise asyncio.CancelledError
                     if event.type in ("done", "error"):
                         outcome = event
                         break
@@ -168,6 +177,7 @@ class TurnRunner:
         except Exception as exc:
             log.exception("turn of conversation %s failed", conversation_id)
             outcome = ErrorEvent(code="internal_error", message=type(exc).__name__)
+        self._cancel_requested.discard(message_id)
         final = outcome.model_dump(mode="json") if outcome is not None else {"type": "error"}
         try:
             message: Message | None = await self._persist(

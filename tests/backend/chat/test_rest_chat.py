@@ -321,3 +321,29 @@ async def test_a_turn_whose_conversation_vanished_ends_once_with_an_error(app: A
     assert released == [True]
     assert final["type"] == "error" and final["code"] == "turn_not_stored"
     assert final["reply"] is None and final["turn"] == 424242
+
+
+async def test_a_cancel_request_stops_the_turn_even_if_the_task_cancellation_was_lost(
+    app: Any, client: httpx.AsyncClient, chat: ChatSetup, openai_server: FakeOpenAIServer
+) -> None:
+    """redis-py can swallow a task cancellation; the runner's own flag still stops the turn."""
+    cid = await chat.conversation(client)
+    gate = threading.Event()
+    openai_server.script(Reply(text="tokens keep coming after the cancel", gate=gate))
+    running = asyncio.create_task(send(client, chat, cid, "go"))
+    try:
+
+        async def started() -> bool:
+            return len(openai_server.requests) == 1
+
+        await eventually(started)
+        listed = await client.get(
+            f"/api/v1/conversations/{cid}/messages", headers=chat.account.headers
+        )
+        user_message_id = listed.json()["items"][0]["id"]
+        app.state.chat.dispatcher.runner.request_cancel(user_message_id)  # no task.cancel()
+    finally:
+        gate.set()
+    answer = (await running).json()
+    assert answer["status"] == "cancelled"
+    assert answer["content"] != "tokens keep coming after the cancel"
