@@ -150,9 +150,9 @@ class TurnRunner:
         try:
             prepared = await self.prepare(conversation_id, message_id)
             if isinstance(prepared, Message):  # a retry of a finished turn: announce it only
-                await self._emit(
-                    conversation_id, message_id, {"type": "done", "message": message_json(prepared)}
-                )
+                self._cancel_requested.discard(message_id)
+                await _call(release)
+                await self._emit(conversation_id, message_id, _terminal({"type": "done"}, prepared))
                 return prepared
             turn = run_turn(
                 prepared,

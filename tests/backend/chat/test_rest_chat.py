@@ -347,3 +347,28 @@ async def test_a_cancel_request_stops_the_turn_even_if_the_task_cancellation_was
     answer = (await running).json()
     assert answer["status"] == "cancelled"
     assert answer["content"] != "tokens keep coming after the cancel"
+
+
+async def test_a_retried_finished_turn_is_announced_again_not_run_twice(
+    app: Any, client: httpx.AsyncClient, chat: ChatSetup, openai_server: FakeOpenAIServer
+) -> None:
+    """What a worker does when it reclaims a turn whose answer was already stored."""
+    cid = await chat.conversation(client)
+    openai_server.script(Reply(text="only once"))
+    first = (await send(client, chat, cid, "hi")).json()
+    runner = app.state.chat.dispatcher.runner
+    released = []
+
+    async def release() -> None:
+        released.append(True)
+
+    async with app.state.chat.bus.subscribe(cid) as events:
+        again = await runner.run(cid, first["reply_to"], release=release)
+        announced = await anext(events)
+    assert again is not None and again.id == first["id"]
+    assert released == [True]  # the conversation is freed for the next send
+    assert announced["type"] == "done" and announced["reply"]["id"] == first["id"]
+    assert announced["message"]["content"] == "only once"
+    assert len(openai_server.requests) == 1  # the model was not called again
+    listed = await client.get(f"/api/v1/conversations/{cid}/messages", headers=chat.account.headers)
+    assert [m["role"] for m in listed.json()["items"]] == ["user", "assistant"]
