@@ -31,4 +31,4 @@ def create_redis(url: str) -> aioredis.Redis:
         retry_on_error=[ConnectionError, TimeoutError, ConnectionResetError],
         socket_connect_timeout=5,
     )
-    return aioredis.Redis(connection_pool=pool)
+    return aioredis.Redis.from_pool(pool)  # the client owns the pool: aclose() closes it
