@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
@@ -33,6 +35,30 @@ async def send(client: httpx.AsyncClient, chat: ChatSetup, cid: str, text: str) 
         json={"content": text},
         headers=chat.account.headers,
     )
+
+
+@asynccontextmanager
+async def held_turn(
+    client: httpx.AsyncClient,
+    chat: ChatSetup,
+    openai_server: FakeOpenAIServer,
+    cid: str,
+    answer: str,
+) -> AsyncIterator[asyncio.Task[httpx.Response]]:
+    """A turn whose model answer is held open after its first token until the block ends; yields
+    the task of the send (await it after the block for the stored answer)."""
+    gate = threading.Event()
+    openai_server.script(Reply(text=answer, gate=gate))
+    running = asyncio.create_task(send(client, chat, cid, "a question"))
+    try:
+
+        async def started() -> bool:
+            return len(openai_server.requests) == 1
+
+        await eventually(started)
+        yield running
+    finally:
+        gate.set()
 
 
 async def test_skill_loaded_in_turn_one_is_still_there_in_turn_two(
@@ -189,28 +215,18 @@ async def test_second_send_during_a_turn_is_409_and_cancel_stores_a_cancelled_an
     client: httpx.AsyncClient, chat: ChatSetup, openai_server: FakeOpenAIServer
 ) -> None:
     cid = await chat.conversation(client)
-    gate = threading.Event()
-    openai_server.script(Reply(text="a long answer that is held open", gate=gate))
-    running = asyncio.create_task(send(client, chat, cid, "first"))
-    try:
-
-        async def started() -> bool:
-            return len(openai_server.requests) == 1
-
-        await eventually(started)
+    async with held_turn(client, chat, openai_server, cid, "a long answer held open") as running:
         second = await send(client, chat, cid, "second")
         assert_error(second, 409, "turn_in_progress")
         cancelled = await client.post(
             f"/api/v1/conversations/{cid}/cancel", headers=chat.account.headers
         )
         assert cancelled.json() == {"cancelled": True}
-    finally:
-        gate.set()
     answer = (await running).json()
     assert answer["status"] == "cancelled"
     assert answer["error"]["code"] == "cancelled"
     listed = await client.get(f"/api/v1/conversations/{cid}/messages", headers=chat.account.headers)
-    assert [m["content"] for m in listed.json()["items"] if m["role"] == "user"] == ["first"]
+    assert [m["content"] for m in listed.json()["items"] if m["role"] == "user"] == ["a question"]
     # the conversation is free again
     openai_server.script(Reply(text="ok"))
     assert (await send(client, chat, cid, "again")).json()["content"] == "ok"
@@ -245,20 +261,10 @@ async def test_a_reannounced_earlier_turn_does_not_answer_the_current_one(
     app: Any, client: httpx.AsyncClient, chat: ChatSetup, openai_server: FakeOpenAIServer
 ) -> None:
     cid = await chat.conversation(client)
-    gate = threading.Event()
-    openai_server.script(Reply(text="the real answer", gate=gate))
-    waiting = asyncio.create_task(send(client, chat, cid, "question"))
-    try:
-
-        async def started() -> bool:
-            return len(openai_server.requests) == 1
-
-        await eventually(started)
+    async with held_turn(client, chat, openai_server, cid, "the real answer") as waiting:
         # What a retried, already answered earlier turn announces (after a worker restart).
         stale = {"type": "done", "turn": -1, "conversation_id": cid, "message": {"content": "old"}}
         await app.state.chat.bus.emit(cid, stale)
-    finally:
-        gate.set()
     assert (await waiting).json()["content"] == "the real answer"
 
 
@@ -328,25 +334,16 @@ async def test_a_cancel_request_stops_the_turn_even_if_the_task_cancellation_was
 ) -> None:
     """redis-py can swallow a task cancellation; the runner's own flag still stops the turn."""
     cid = await chat.conversation(client)
-    gate = threading.Event()
-    openai_server.script(Reply(text="tokens keep coming after the cancel", gate=gate))
-    running = asyncio.create_task(send(client, chat, cid, "go"))
-    try:
-
-        async def started() -> bool:
-            return len(openai_server.requests) == 1
-
-        await eventually(started)
+    text = "tokens keep coming after the cancel"
+    async with held_turn(client, chat, openai_server, cid, text) as running:
         listed = await client.get(
             f"/api/v1/conversations/{cid}/messages", headers=chat.account.headers
         )
         user_message_id = listed.json()["items"][0]["id"]
         app.state.chat.dispatcher.runner.request_cancel(user_message_id)  # no task.cancel()
-    finally:
-        gate.set()
     answer = (await running).json()
     assert answer["status"] == "cancelled"
-    assert answer["content"] != "tokens keep coming after the cancel"
+    assert answer["content"] != text
 
 
 async def test_a_retried_finished_turn_is_announced_again_not_run_twice(
