@@ -45,7 +45,7 @@ GHOST = {
 }
 
 
-async def admin_token(settings: Settings) -> str:
+async def user_token(settings: Settings) -> str:
     from backend.auth import service
     from backend.db.engine import create_engine, create_sessionmaker
 
@@ -166,7 +166,7 @@ async def run(pairs: int, clients: int, seconds: float) -> None:
     settings = Settings(data_dir=workdir, database_url=f"sqlite+aiosqlite:///{workdir}/chat.db")
     upgrade(settings.effective_database_url)
     with gateway_process(settings) as url:
-        token = await admin_token(settings)
+        token = await user_token(settings)
         headers = {"Authorization": f"Bearer {token}"}
         async with httpx.AsyncClient(base_url=url, headers=headers, timeout=30) as client:
             (await client.post("/api/v1/namespaces/dev/ghosts", json=GHOST)).raise_for_status()

@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 
 from backend.config import Settings
-from bench.chat import GHOST, Conversations, admin_token, soak
+from bench.chat import GHOST, Conversations, soak, user_token
 from tests.support import services
 from tests.support.cluster import Cluster, cluster_env
 
@@ -36,7 +36,7 @@ async def run(clients: int, seconds: float) -> tuple[int, int]:
                 workers = [cluster.spawn("worker", ["bench._worker"]) for _ in range(2)]
                 for process in gateways:
                     cluster.wait_ready(process)
-                token = await admin_token(settings)
+                token = await user_token(settings)
                 headers = {"Authorization": f"Bearer {token}"}
                 async with httpx.AsyncClient(
                     base_url=gateways[0].url or "", headers=headers, timeout=30

@@ -86,7 +86,6 @@ _SIO_NAMES = {
 def socketio_event(event: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
     kind = event["type"]
     data = {k: v for k, v in event.items() if k != "type"}
-    data["conversation_id"] = event.get("conversation_id")
     if kind in ("tool_start", "tool_end"):
         data["phase"] = "start" if kind == "tool_start" else "end"
     elif kind in ("skill_error", "mcp_error"):

@@ -84,11 +84,11 @@ class Cluster:
 
     def wait_ready(self, process: Process, *, deadline_s: float = 60) -> None:
         deadline = time.monotonic() + deadline_s
-        marker = "ready" if process.url is None else None
+        # Workers log "worker <id> ready (concurrency N)"; gateways answer /readyz.
         while time.monotonic() < deadline:
             if process.popen.poll() is not None:
                 raise RuntimeError(f"{process.name} exited:\n{process.output()}")
-            if marker is not None and "worker" in process.output() and marker in process.output():
+            if process.url is None and " ready (concurrency " in process.output():
                 return
             if process.url is not None:
                 try:
