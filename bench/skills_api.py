@@ -30,11 +30,9 @@ from backend.db.types import utcnow
 from backend.skills.folder import zip_folder
 from backend.skills.package import read_package
 from bench._util import compare
-from tests.support import services
+from tests.support import corpus, services
 from tests.support.live import live_server
 
-ROOT = Path(__file__).resolve().parents[1]
-CORPUS = ROOT.parent / "shared" / "corpus" / "anthropics-skills"
 MiB = 1024 * 1024
 TARGET_ARCHIVE = 10 * MiB - 64 * 1024  # just under the default cap
 
@@ -65,10 +63,12 @@ def floor(data: bytes) -> None:
 
 async def seed_skills(app: FastAPI, user_id: int, count: int) -> None:
     """`count` realistic Skill rows (CRDs of the corpus skills under new names), bulk-inserted."""
+    source, fallback = corpus.bench_folder("anthropics-skills")
     templates = [
-        read_package(zip_folder(folder)).to_crd(namespace="bench").model_dump(mode="json")
-        for folder in sorted(p for p in CORPUS.iterdir() if (p / "SKILL.md").is_file())
+        read_package(zip_folder(manifest.parent)).to_crd(namespace="bench").model_dump(mode="json")
+        for manifest in sorted(source.glob("*/SKILL.md"))
     ]
+    print(corpus.describe(source, len(templates), fallback=fallback))
     now = utcnow()
     rows = []
     for i in range(count):

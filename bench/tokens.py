@@ -1,6 +1,9 @@
 """What lazy skill loading saves, and what the engine costs (issue 4).
 
-    python -m bench.tokens --corpus ../shared/corpus/anthropics-skills
+    python -m bench.tokens [--corpus DIR]
+
+DIR holds skill folders; by default the corpus's `anthropics-skills` (tests/support/corpus.py
+says where the corpus is), or the repository's fixture skills when there is no corpus.
 
 Scripted 10-turn conversations with a fake model (each turn: a `load_skill` call, then the
 answer) against a Ghost holding every corpus skill, in two scenarios: *switching* (turn k needs
@@ -21,11 +24,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import BaseTool, StructuredTool
 
+from backend.skills.folder import zip_folder
+from backend.skills.package import read_package
 from bench._util import compare, count_tokens
 from chat_shell.agent import run_turn
 from chat_shell.contracts import DoneEvent, HistoryMessage, SkillSpec, TurnRequest
@@ -33,6 +37,7 @@ from chat_shell.offline import RecordedCall, ScriptedChatModel
 from chat_shell.ports import InMemoryFrontendChannel, InMemoryPackageSource
 from chat_shell.skills import ProviderRegistry
 from chat_shell.skills.prompt import render_stable_prompt, render_system_prompt
+from tests.support import corpus as corpus_location
 
 GHOST_PROMPT = "You are a helpful assistant for a product team. Answer precisely."
 TURNS = 10
@@ -41,14 +46,15 @@ TARGETS = {"switching": 0.20, "focused": 0.15}
 
 
 def load_corpus(root: Path) -> list[SkillSpec]:
-    """Every `*/SKILL.md` under root: YAML frontmatter (name, description) and body."""
+    """Every skill folder under root (`*/SKILL.md`), read as an upload would be: name,
+    description and body."""
     skills = []
     for manifest in sorted(root.glob("*/SKILL.md")):
-        _, front, body = manifest.read_text(encoding="utf-8").split("---", 2)
-        meta: dict[str, Any] = yaml.safe_load(front) or {}
-        name = str(meta.get("name") or manifest.parent.name)
+        package = read_package(zip_folder(manifest.parent))
         skills.append(
-            SkillSpec(name=name, description=str(meta.get("description", "")), prompt=body.strip())
+            SkillSpec(
+                name=package.name, description=package.spec.description, prompt=package.spec.prompt
+            )
         )
     return sorted(skills, key=lambda s: s.name)
 
@@ -186,9 +192,14 @@ async def time_one_turn(skills: list[SkillSpec], pairs: int) -> tuple[float, flo
     return streamed.median_ratio, invoked.median_ratio, streamed.candidate_ms
 
 
-async def main(corpus: Path, pairs: int) -> None:
+async def main(corpus: Path | None, pairs: int) -> None:
+    fallback = False
+    if corpus is None:
+        corpus, fallback = corpus_location.bench_folder("anthropics-skills")
     skills = load_corpus(corpus)
-    print(f"corpus: {corpus} ({len(skills)} skills)")
+    print(corpus_location.describe(corpus, len(skills), fallback=fallback))
+    if fallback:
+        print("(the fixture skills are tiny: the token targets are meant for real skills)")
     fractions: dict[str, float] = {}
     for name, plan in scenarios([s.name for s in skills]).items():
         static = prompt_tokens(await run_static(skills, plan))
@@ -215,7 +226,12 @@ async def main(corpus: Path, pairs: int) -> None:
 
 def cli() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--corpus", type=Path, required=True)
+    parser.add_argument(
+        "--corpus",
+        type=Path,
+        help="a folder of skill folders (default: the corpus's anthropics-skills, else "
+        "the fixture skills in tests/fixtures/skills)",
+    )
     parser.add_argument("--pairs", type=int, default=300, help="timing pairs per comparison")
     args = parser.parse_args()
     asyncio.run(main(args.corpus, args.pairs))

@@ -1,7 +1,9 @@
-"""`skillhive skills validate|push|sync` against real packages and a live server."""
+"""`skillhive skills validate|push|sync` against the fixture skills and a live server."""
 
 from __future__ import annotations
 
+import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,22 +13,18 @@ from typer.testing import CliRunner
 from backend.app import create_app
 from backend.cli import app as cli
 from backend.config import Settings, get_settings
+from tests.support.corpus import FIXTURE_SKILLS
 from tests.support.live import live_server
 
-ROOT = Path(__file__).resolve().parents[3]
-CORPUS = ROOT.parent / "shared" / "corpus"
 runner = CliRunner()
 
 
 def test_validate_reports_warnings_and_errors(tmp_path: Path) -> None:
-    ok = runner.invoke(
-        cli, ["skills", "validate", str(CORPUS / "anthropics-skills" / "claude-api")]
-    )
+    long_description = str(FIXTURE_SKILLS / "release-digest")
+    ok = runner.invoke(cli, ["skills", "validate", long_description])
     assert ok.exit_code == 0, ok.output
     assert "warning: description_too_long" in ok.output
-    strict = runner.invoke(
-        cli, ["skills", "validate", "--strict", str(CORPUS / "anthropics-skills" / "claude-api")]
-    )
+    strict = runner.invoke(cli, ["skills", "validate", "--strict", long_description])
     assert strict.exit_code == 1 and "strict_warnings" in strict.output
     broken = tmp_path / "broken"
     broken.mkdir()
@@ -45,20 +43,22 @@ def cli_database(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> Iterato
 
 
 def test_push_creates_then_replaces_through_the_api(
-    cli_database: Settings, monkeypatch: pytest.MonkeyPatch
+    cli_database: Settings, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     created = runner.invoke(cli, ["admin", "create-user", "pusher"])
     token = created.output.strip().splitlines()[-1]
-    skill = CORPUS / "anthropics-skills" / "canvas-design"  # 5 MB: exercises the progress bar
+    skill = shutil.copytree(FIXTURE_SKILLS / "field-notes", tmp_path / "field-notes")
+    (skill / "assets").mkdir()
+    (skill / "assets" / "texture.bin").write_bytes(os.urandom(3 * 1024 * 1024))  # progress bar
     with live_server(create_app(cli_database)) as url:
         monkeypatch.setenv("SKILLHIVE_URL", url)
         monkeypatch.setenv("SKILLHIVE_TOKEN", token)
         first = runner.invoke(cli, ["skills", "push", str(skill), "--namespace", "art"])
         assert first.exit_code == 0, first.output
-        assert "created art/canvas-design (v1)" in first.output
+        assert "created art/field-notes (v1)" in first.output
         second = runner.invoke(cli, ["skills", "push", str(skill), "--namespace", "art"])
         assert second.exit_code == 0, second.output
-        assert "replaced art/canvas-design (v2)" in second.output
+        assert "replaced art/field-notes (v2)" in second.output
         denied = runner.invoke(cli, ["skills", "push", str(skill), "--public"])
         assert denied.exit_code == 1 and "admin_required" in denied.output
     monkeypatch.delenv("SKILLHIVE_TOKEN")

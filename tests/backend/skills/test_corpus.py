@@ -1,27 +1,22 @@
-"""Real skills nobody on this project wrote (../shared/corpus, see its README) import as predicted,
-and on the Agent Skills standard fields our verdicts agree with the reference validator.
-
-Agreement is compared per category of finding: where we accept a skill, the categories we warn
-about equal those `skills_ref.validate` reports; where we refuse one, `skills_ref` reports the
-category of our error too (it lists every finding, we stop at the first error).
+"""Real skills nobody on this project wrote (the corpus, located by tests/support/corpus.py)
+import as predicted, and on the Agent Skills standard fields our verdicts agree with the
+reference validator (see skill_checks.py). Without the corpus these tests skip, naming the folder
+they looked in; the same rules are checked on the repository's own skills in
+test_fixture_skills.py. The synthetic edge cases at the end need no corpus.
 """
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
-import skills_ref
 from skills_ref.validator import ALLOWED_FIELDS
 
-from backend.skills.errors import PackageError
 from backend.skills.fields import STANDARD_KEYS
 from backend.skills.folder import zip_folder
 from backend.skills.package import SkillPackage, read_package
-
-CORPUS = Path(__file__).resolve().parents[3].parent / "shared" / "corpus"
-FOLDERS = sorted(p for p in CORPUS.glob("*/*") if p.is_dir())
+from tests.backend.skills.skill_checks import assert_agreement, assert_imports_as_predicted
+from tests.support import corpus
 
 # What the corpus README says each folder exercises, as warning codes.
 EXPECTED_WARNINGS: dict[str, list[str]] = {
@@ -51,27 +46,19 @@ EXPECTED_WARNINGS: dict[str, list[str]] = {
 }  # fmt: skip
 
 
-def key(folder: Path) -> str:
-    return f"{folder.parent.name}/{folder.name}"
-
-
 def test_the_corpus_is_there_and_every_folder_has_a_prediction() -> None:
-    assert len(FOLDERS) == 38
-    assert sorted(map(key, FOLDERS)) == sorted(EXPECTED_WARNINGS)
+    found = sorted(f"{p.parent.name}/{p.name}" for p in corpus.root().glob("*/*") if p.is_dir())
+    assert len(found) == 38
+    assert found == sorted(EXPECTED_WARNINGS)
 
 
-@pytest.mark.parametrize("folder", FOLDERS, ids=key)
-def test_every_corpus_skill_imports_with_the_predicted_warnings(folder: Path) -> None:
-    package = read_package(zip_folder(folder))
-    assert [w.code for w in package.warnings] == EXPECTED_WARNINGS[key(folder)]
-    assert package.spec.description
-    assert package.spec.prompt
-    on_disk = {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()}
-    assert {f.path for f in package.files} == on_disk
+@pytest.mark.parametrize("key", corpus.keys())
+def test_every_corpus_skill_imports_with_the_predicted_warnings(key: str) -> None:
+    assert_imports_as_predicted(corpus.path(key), EXPECTED_WARNINGS[key])
 
 
-def read_corpus(name: str, *, public: bool = False) -> SkillPackage:
-    return read_package(zip_folder(CORPUS / name), public=public)
+def read_corpus(key: str, *, public: bool = False) -> SkillPackage:
+    return read_package(zip_folder(corpus.path(key)), public=public)
 
 
 def test_claude_api_is_kept_whole_despite_its_long_description() -> None:
@@ -117,44 +104,10 @@ def test_our_standard_keys_are_the_reference_validators() -> None:
 
 # ---- agreement with skills-ref --------------------------------------------------------------
 
-_REFERENCE_CATEGORIES = [
-    (r"^Unexpected fields", "unknown_field"),
-    (r"^Directory name .* must match", "name_mismatch"),
-    (r"^Description exceeds", "description_too_long"),
-    (r"^Compatibility exceeds", "compatibility_too_long"),
-    (r"^Missing required field in frontmatter: name", "name_missing"),
-    (r"^(Missing required field in frontmatter: description|Field 'description')", "description"),
-    (r"^(Skill name|Field 'name')", "invalid_name"),
-]
-_OUR_CATEGORIES = {"name_derived": "name_missing", "missing_field": "description"}
 
-
-def reference_verdict(folder: Path) -> set[str]:
-    found = set()
-    for message in skills_ref.validate(folder):
-        matches = [cat for pattern, cat in _REFERENCE_CATEGORIES if re.match(pattern, message)]
-        assert matches, f"unmapped skills-ref message: {message}"
-        found.add(matches[0])
-    return found
-
-
-def assert_agreement(folder: Path) -> None:
-    expected = reference_verdict(folder)
-    try:
-        package = read_package(zip_folder(folder))
-    except PackageError as err:
-        assert _OUR_CATEGORIES.get(err.code, err.code) in expected, (err.code, expected)
-        return
-    ours = {_OUR_CATEGORIES.get(w.code, w.code) for w in package.warnings}
-    assert ours == expected
-
-
-REFERENCE_FOLDERS = [f for f in FOLDERS if f.parent.name in ("anthropics-skills", "openai-skills")]
-
-
-@pytest.mark.parametrize("folder", REFERENCE_FOLDERS, ids=key)
-def test_standard_field_verdicts_agree_with_skills_ref(folder: Path) -> None:
-    assert_agreement(folder)
+@pytest.mark.parametrize("key", corpus.keys("anthropics-skills", "openai-skills"))
+def test_standard_field_verdicts_agree_with_skills_ref(key: str) -> None:
+    assert_agreement(corpus.path(key))
 
 
 SYNTHETIC = {
