@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from functools import cached_property, lru_cache
+from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -135,7 +135,7 @@ class Settings(BaseSettings):
             raise ValueError(message.removeprefix("Value error, ")) from None
         return entries
 
-    @cached_property
+    @property
     def egress(self) -> EgressPolicy:
         """The egress policy of tenant-chosen endpoints (`chat_shell.net`)."""
         return EgressPolicy(allow=tuple(self.egress_allow), deny=tuple(self.egress_deny))

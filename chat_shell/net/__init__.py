@@ -7,7 +7,12 @@ from chat_shell.net.egress import (
     literal_address,
 )
 from chat_shell.net.transport import EgressNetworkBackend, EgressTransport, egress_client
-from chat_shell.net.upstream import find_cause, log_upstream_error, truncated
+from chat_shell.net.upstream import (
+    error_body_logger,
+    find_cause,
+    log_upstream_error,
+    truncated,
+)
 
 __all__ = [
     "EgressForbidden",
@@ -16,6 +21,7 @@ __all__ = [
     "EgressTransport",
     "default_refusal",
     "egress_client",
+    "error_body_logger",
     "find_cause",
     "literal_address",
     "log_upstream_error",

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ssl
 from collections.abc import Iterable
+from typing import Any
 
 import anyio
 import httpcore
@@ -96,20 +97,14 @@ class EgressTransport(httpx.AsyncHTTPTransport):
         )
 
 
-def egress_client(
-    policy: EgressPolicy,
-    *,
-    headers: dict[str, str] | None = None,
-    timeout: httpx.Timeout | float | None = 30.0,
-    auth: httpx.Auth | None = None,
-) -> httpx.AsyncClient:
+def egress_client(policy: EgressPolicy, **options: Any) -> httpx.AsyncClient:
     """An `httpx.AsyncClient` for tenant-chosen URLs: checked connections, no redirects, no
-    environment proxies. Close it (`async with` or `aclose()`) when done."""
+    environment proxies. `options` are further `httpx.AsyncClient` arguments (headers,
+    timeout, auth, event_hooks, ...). Close it (`async with` or `aclose()`) when done."""
+    options.setdefault("timeout", 30.0)
     return httpx.AsyncClient(
+        **options,
         transport=EgressTransport(policy),
-        headers=headers,
-        timeout=timeout,
-        auth=auth,
         follow_redirects=False,
         trust_env=False,
     )

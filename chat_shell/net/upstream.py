@@ -8,12 +8,17 @@ goes to the log, truncated.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from typing import TypeVar
+
+import httpx
 
 E = TypeVar("E", bound=BaseException)
 
 LOGGED_BODY_CHARS = 500
+# An error body is read for the log only when it says it is at most this long: a hostile
+# server must not make the service hold a large body in memory.
+READ_BODY_BYTES = 64 * 1024
 
 logger = logging.getLogger(__name__)
 
@@ -45,3 +50,24 @@ def truncated(text: str, limit: int = LOGGED_BODY_CHARS) -> str:
 def log_upstream_error(what: str, status: int | None, body: object) -> None:
     """Log what an upstream answered (truncated), for the operator's eyes only."""
     logger.warning("%s answered HTTP %s: %s", what, status, truncated(str(body)))
+
+
+def error_body_logger(what: str) -> Callable[[httpx.Response], Awaitable[None]]:
+    """An httpx `response` event hook that logs the body of an error answer (status >= 400).
+
+    The body is read only when its Content-Length is known and small (`READ_BODY_BYTES`);
+    reading is what httpx does anyway for a response that is not streamed.
+    """
+
+    async def log_error_body(response: httpx.Response) -> None:
+        if response.status_code < 400:
+            return
+        length = response.headers.get("content-length", "")
+        if length.isdigit() and int(length) <= READ_BODY_BYTES:
+            await response.aread()
+            body: object = response.text
+        else:
+            body = f"(body not read, content-length {length or 'unknown'})"
+        log_upstream_error(what, response.status_code, body)
+
+    return log_error_body

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
 
 import anyio
 import httpx
@@ -25,8 +26,13 @@ from mcp.shared._httpx_utils import McpHttpClientFactory
 from mcp.shared.exceptions import McpError
 from mcp.types import CONNECTION_CLOSED, AudioContent, CallToolResult, TextContent
 
-from chat_shell.net import EgressForbidden, EgressPolicy, egress_client, find_cause
-from chat_shell.net.upstream import log_upstream_error
+from chat_shell.net import (
+    EgressForbidden,
+    EgressPolicy,
+    egress_client,
+    error_body_logger,
+    find_cause,
+)
 from chat_shell.tools.mcp.config import McpServerConfig
 from chat_shell.tools.mcp.errors import (
     CONNECT_FAILED,
@@ -58,15 +64,25 @@ def redact(text: str, secrets: Iterable[str]) -> str:
     return text
 
 
-def _egress_client_factory(policy: EgressPolicy) -> McpHttpClientFactory:
+def _client_factory(name: str, egress: EgressPolicy | None) -> McpHttpClientFactory:
+    """HTTP clients for one server: egress-checked when `egress` is given, and logging what
+    the server answers with an error status (the tenant sees the status only)."""
+
     def create(
         headers: dict[str, str] | None = None,
         timeout: httpx.Timeout | None = None,
         auth: httpx.Auth | None = None,
     ) -> httpx.AsyncClient:
-        # The MCP SDK's defaults: a server may hold a response stream open for long.
-        timeout = timeout if timeout is not None else httpx.Timeout(30.0, read=300.0)
-        return egress_client(policy, headers=headers, timeout=timeout, auth=auth)
+        options: dict[str, Any] = {
+            "headers": headers,
+            # The MCP SDK's defaults: a server may hold a response stream open for long.
+            "timeout": timeout if timeout is not None else httpx.Timeout(30.0, read=300.0),
+            "auth": auth,
+            "event_hooks": {"response": [error_body_logger(f"MCP server {name!r}")]},
+        }
+        if egress is not None:
+            return egress_client(egress, **options)
+        return httpx.AsyncClient(**options, follow_redirects=False)
 
     return create
 
@@ -84,13 +100,8 @@ def failure(name: str, config: McpServerConfig, exc: BaseException) -> tuple[str
     if config.transport == "stdio":
         return CONNECT_FAILED, describe(exc)
     status = find_cause(exc, httpx.HTTPStatusError)
-    if status is not None:
+    if status is not None:  # the body was logged as it arrived (`_client_factory`)
         code = status.response.status_code
-        try:
-            body: object = status.response.text
-        except httpx.ResponseNotRead:
-            body = "(body not read)"
-        log_upstream_error(f"MCP server {name!r}", code, body)
         return CONNECT_FAILED, f"MCP server {name!r} answered HTTP {code}"
     cause = find_cause(exc, httpx.TransportError) or exc
     logger.warning("MCP server %r failed: %s", name, describe(exc))
@@ -181,7 +192,7 @@ class ServerSession:
         self._call_timeout_s = call_timeout_s
         self._secrets = frozenset(secrets)
         self._egress = egress
-        factory = _egress_client_factory(egress) if egress is not None else None
+        factory = _client_factory(name, egress)
         self._client = MultiServerMCPClient({name: to_connection(config, client_factory=factory)})
         self._ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._stop = asyncio.Event()
