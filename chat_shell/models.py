@@ -9,7 +9,7 @@ answer or URL (`model_failure`).
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -100,14 +100,15 @@ def _endpoint_refused() -> EgressForbidden:
     return EgressForbidden("the model endpoint's address is not allowed by the egress policy")
 
 
-def model_failure(exc: BaseException) -> ChatShellError:
+def model_failure(exc: BaseException, secrets: Iterable[str] = ()) -> ChatShellError:
     """The error a failed model call ends the turn with: a code, a status code and a generic
-    message. What the endpoint answered goes to the log, truncated."""
+    message. What the endpoint answered goes to the log, truncated, `secrets` masked."""
     if find_cause(exc, EgressForbidden) is not None:
         return _endpoint_refused()
     status = find_cause(exc, openai.APIStatusError)
     if status is not None:
-        log_upstream_error("the model endpoint", status.status_code, status.body or status)
+        body = status.body or status
+        log_upstream_error("the model endpoint", status.status_code, body, secrets)
         return ModelCallError(
             f"the model endpoint answered HTTP {status.status_code}",
             details={"status": status.status_code},

@@ -48,7 +48,8 @@ class TurnMiddleware(AgentMiddleware[AgentState[Any], TurnContext, Any]):
         except (GraphBubbleUp, ChatShellError):
             raise
         except Exception as exc:
-            raise model_failure(exc) from exc
+            key = session.request.model.api_key
+            raise model_failure(exc, [key.get_secret_value()] if key else []) from exc
         for message in response.result:
             if isinstance(message, AIMessage):
                 session.record_model_reply(message)

@@ -8,7 +8,7 @@ goes to the log, truncated.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from typing import TypeVar
 
 import httpx
@@ -43,16 +43,28 @@ def find_cause(exc: BaseException, kind: type[E]) -> E | None:
     return next((e for e in _chain(exc) if isinstance(e, kind)), None)
 
 
+def redact(text: str, secrets: Iterable[str]) -> str:
+    """Mask secret values (e.g. in a URL echoed by a connection error)."""
+    for secret in sorted((s for s in secrets if s), key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return text
+
+
 def truncated(text: str, limit: int = LOGGED_BODY_CHARS) -> str:
     return text if len(text) <= limit else text[:limit] + f"... ({len(text) - limit} more chars)"
 
 
-def log_upstream_error(what: str, status: int | None, body: object) -> None:
-    """Log what an upstream answered (truncated), for the operator's eyes only."""
-    logger.warning("%s answered HTTP %s: %s", what, status, truncated(str(body)))
+def log_upstream_error(
+    what: str, status: int | None, body: object, secrets: Iterable[str] = ()
+) -> None:
+    """Log what an upstream answered (truncated, known secret values masked: a server may
+    echo the credentials it was sent), for the operator's eyes only."""
+    logger.warning("%s answered HTTP %s: %s", what, status, truncated(redact(str(body), secrets)))
 
 
-def error_body_logger(what: str) -> Callable[[httpx.Response], Awaitable[None]]:
+def error_body_logger(
+    what: str, secrets: Iterable[str] = ()
+) -> Callable[[httpx.Response], Awaitable[None]]:
     """An httpx `response` event hook that logs the body of an error answer (status >= 400).
 
     The body is read only when its Content-Length is known and small (`READ_BODY_BYTES`);
@@ -68,6 +80,6 @@ def error_body_logger(what: str) -> Callable[[httpx.Response], Awaitable[None]]:
             body: object = response.text
         else:
             body = f"(body not read, content-length {length or 'unknown'})"
-        log_upstream_error(what, response.status_code, body)
+        log_upstream_error(what, response.status_code, body, secrets)
 
     return log_error_body

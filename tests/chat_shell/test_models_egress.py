@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 from pydantic import SecretStr
 
@@ -57,3 +59,18 @@ async def test_an_operator_url_never_appears_in_the_error() -> None:
         url = listener.url("/v1?api-key=operator-secret")
         error = await final_error(request(model=endpoint(url, trusted=True)))
     assert "operator-secret" not in error.message and str(listener.port) not in error.message
+
+
+async def test_a_key_echoed_in_an_error_body_is_masked_in_the_log(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    key = "sk-echoed-key-123"
+    body = '{"error": {"message": "invalid key ' + key + '"}}'
+    async with Listener(http_response(401, body, {"Content-Type": "application/json"})) as listener:
+        settings = ModelSettings(
+            name="gpt-x", base_url=listener.url("/v1"), api_key=SecretStr(key), trusted=True
+        )
+        with caplog.at_level(logging.WARNING):
+            error = await final_error(request(model=settings))
+    assert error.message == "the model endpoint answered HTTP 401"
+    assert "invalid key ***" in caplog.text and key not in caplog.text

@@ -33,6 +33,7 @@ from chat_shell.net import (
     error_body_logger,
     find_cause,
 )
+from chat_shell.net.upstream import redact
 from chat_shell.tools.mcp.config import McpServerConfig
 from chat_shell.tools.mcp.errors import (
     CONNECT_FAILED,
@@ -57,14 +58,9 @@ def describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-def redact(text: str, secrets: Iterable[str]) -> str:
-    """Mask secret values (e.g. in a URL echoed by a connection error)."""
-    for secret in sorted(secrets, key=len, reverse=True):
-        text = text.replace(secret, "***")
-    return text
-
-
-def _client_factory(name: str, egress: EgressPolicy | None) -> McpHttpClientFactory:
+def _client_factory(
+    name: str, egress: EgressPolicy | None, secrets: Iterable[str]
+) -> McpHttpClientFactory:
     """HTTP clients for one server: egress-checked when `egress` is given, and logging what
     the server answers with an error status (the tenant sees the status only)."""
 
@@ -78,7 +74,7 @@ def _client_factory(name: str, egress: EgressPolicy | None) -> McpHttpClientFact
             # The MCP SDK's defaults: a server may hold a response stream open for long.
             "timeout": timeout if timeout is not None else httpx.Timeout(30.0, read=300.0),
             "auth": auth,
-            "event_hooks": {"response": [error_body_logger(f"MCP server {name!r}")]},
+            "event_hooks": {"response": [error_body_logger(f"MCP server {name!r}", secrets)]},
         }
         if egress is not None:
             return egress_client(egress, **options)
@@ -87,24 +83,26 @@ def _client_factory(name: str, egress: EgressPolicy | None) -> McpHttpClientFact
     return create
 
 
-def failure(name: str, config: McpServerConfig, exc: BaseException) -> tuple[str, str]:
+def failure(
+    name: str, config: McpServerConfig, exc: BaseException, secrets: Iterable[str] = ()
+) -> tuple[str, str]:
     """(code, message) for a server that failed; what an HTTP server answered is logged only.
 
     HTTP errors name the server and a status code or an error type, never the URL (an
     operator's URL may hold credentials) or the answer. A stdio server is the operator's own
-    local process: its error text is kept (callers redact secrets).
+    local process: its error text is kept. Known secret values are masked throughout.
     """
     if find_cause(exc, EgressForbidden) is not None:
         message = f"MCP server {name!r}: its address is not allowed by the egress policy"
         return EGRESS_FORBIDDEN, message
     if config.transport == "stdio":
-        return CONNECT_FAILED, describe(exc)
+        return CONNECT_FAILED, redact(describe(exc), secrets)
     status = find_cause(exc, httpx.HTTPStatusError)
     if status is not None:  # the body was logged as it arrived (`_client_factory`)
         code = status.response.status_code
         return CONNECT_FAILED, f"MCP server {name!r} answered HTTP {code}"
     cause = find_cause(exc, httpx.TransportError) or exc
-    logger.warning("MCP server %r failed: %s", name, describe(exc))
+    logger.warning("MCP server %r failed: %s", name, redact(describe(exc), secrets))
     return CONNECT_FAILED, f"MCP server {name!r} failed: {type(cause).__name__}"
 
 
@@ -192,7 +190,7 @@ class ServerSession:
         self._call_timeout_s = call_timeout_s
         self._secrets = frozenset(secrets)
         self._egress = egress
-        factory = _client_factory(name, egress)
+        factory = _client_factory(name, egress, self._secrets)
         self._client = MultiServerMCPClient({name: to_connection(config, client_factory=factory)})
         self._ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._stop = asyncio.Event()
@@ -211,8 +209,7 @@ class ServerSession:
                 self._ready.set_result(None)
                 await self._stop.wait()
         except Exception as exc:
-            code, message = failure(self.name, self.config, exc)
-            self._ended = redact(message, self._secrets)
+            code, self._ended = failure(self.name, self.config, exc, self._secrets)
             if code == EGRESS_FORBIDDEN:
                 self._ended_code = code
             if self._ready.done():
@@ -233,8 +230,7 @@ class ServerSession:
             await self.close(grace_s=0)
             return CONNECT_TIMEOUT, f"no answer within {timeout_s:g}s"
         except Exception as exc:
-            code, message = failure(self.name, self.config, exc)
-            return code, redact(message, self._secrets)
+            return failure(self.name, self.config, exc, self._secrets)
         return None
 
     async def close(self, grace_s: float) -> None:
@@ -280,12 +276,11 @@ class ServerSession:
                     # The server's own error for the model, as a tool result would be.
                     message = redact(describe(exc), self._secrets)
                 else:
-                    code, message = failure(self.name, self.config, exc)
+                    code, message = failure(self.name, self.config, exc, self._secrets)
                     if code == EGRESS_FORBIDDEN:  # the server moved out of reach: stop
                         self._ended, self._ended_code = message, code
                         self._stop.set()
                         return _error_result(code, message)
-                    message = redact(message, self._secrets)
                 if _is_connection_lost(exc):
                     # The transport is gone (a stdio server died): close it, fail fast from now.
                     self._ended = f"connection lost during {request.name}: {message}"

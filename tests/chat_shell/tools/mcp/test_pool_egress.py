@@ -78,3 +78,20 @@ async def test_the_policy_given_to_the_pool_is_the_one_applied() -> None:
             _, failures = await pool.connect({"mine": server("http", listener.url())}, {})
     assert codes(failures) == {"mine": "egress_forbidden"}
     assert listener.connections == 0
+
+
+async def test_a_secret_echoed_in_an_error_body_is_masked_in_the_log(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    token = "s3cr3t-token-value"
+    context = {"secrets": {"TOKEN": token}}
+    with caplog.at_level(logging.WARNING):
+        async with Listener(http_response(401, f"bad token {token}")) as listener:
+            config = parse_mcp_server(
+                {"url": listener.url("/mcp"), "headers": {"A": "${{secrets.TOKEN}}"}},
+                trusted=False,
+            )
+            async with loopback_pool() as pool:
+                _, failures = await pool.connect({"mine": config}, context)
+    assert failures[0].message == "MCP server 'mine' answered HTTP 401"
+    assert "bad token ***" in caplog.text and token not in caplog.text
