@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from chat_shell.net.egress import EgressPolicy
 
 ENV_PREFIX = "SKILLHIVE_"
 
@@ -76,6 +79,24 @@ class Settings(BaseSettings):
     )
     openai_base_url: str | None = Field(None, description="OpenAI-compatible endpoint.")
     openai_api_key: SecretStr | None = Field(None, description="Key for that endpoint.")
+    allowed_models: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Model names a Ghost may ask of the server's endpoint and key "
+        "(comma-separated or JSON list); empty: `model` only.",
+    )
+    model_max_tokens: int = Field(
+        4096, ge=1, description="`maxTokens` ceiling of Ghosts on the server's endpoint and key."
+    )
+    egress_allow: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="CIDRs and host names tenant-chosen endpoints may reach although the "
+        "default egress rules refuse them (comma-separated or JSON list).",
+    )
+    egress_deny: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="CIDRs and host names tenant-chosen endpoints may never reach; wins over "
+        "`egress_allow`.",
+    )
     mcp_servers: dict[str, Any] = Field(
         default_factory=dict, description="Global MCP servers (JSON), trusted (stdio allowed)."
     )
@@ -94,6 +115,31 @@ class Settings(BaseSettings):
     secrets_key: SecretStr | None = Field(
         None, description="Fernet key encrypting user secrets at rest."
     )
+
+    @field_validator("allowed_models", "egress_allow", "egress_deny", mode="before")
+    @classmethod
+    def _split_list(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            text = value.strip()
+            if text.startswith("["):
+                return json.loads(text)
+            return [item.strip() for item in text.split(",") if item.strip()]
+        return value
+
+    @field_validator("egress_allow", "egress_deny")
+    @classmethod
+    def _check_egress_entries(cls, entries: list[str]) -> list[str]:
+        try:
+            EgressPolicy(allow=tuple(entries))
+        except ValidationError as exc:
+            message = exc.errors(include_url=False)[0]["msg"]
+            raise ValueError(message.removeprefix("Value error, ")) from None
+        return entries
+
+    @property
+    def egress(self) -> EgressPolicy:
+        """The egress policy of tenant-chosen endpoints (`chat_shell.net`)."""
+        return EgressPolicy(allow=tuple(self.egress_allow), deny=tuple(self.egress_deny))
 
     @property
     def effective_database_url(self) -> str:

@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, TypeAdapter
 
+from chat_shell.net.egress import EgressPolicy
 from chat_shell.tools.mcp import McpServerConfig
 
 
@@ -27,6 +28,9 @@ class ModelSettings(_Model):
     api_key: SecretStr | None = None
     temperature: float | None = None
     max_tokens: int | None = Field(default=None, gt=0)
+    # The operator's endpoint (or an admin's public Ghost): bypasses the egress policy. A
+    # tenant-chosen `base_url` is reached only through `TurnRequest.egress`.
+    trusted: bool = False
 
 
 class ToolDeclaration(_Model):
@@ -127,6 +131,8 @@ class TurnRequest(_Model):
     # when history is windowed, or retention would be computed from the window.
     turn_index: int | None = Field(default=None, ge=0)
     context: SubstitutionContext = Field(default_factory=SubstitutionContext)
+    # Where tenant-chosen endpoints (untrusted model and MCP servers) may connect.
+    egress: EgressPolicy = Field(default_factory=EgressPolicy)
 
 
 class Usage(_Model):

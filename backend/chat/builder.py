@@ -24,6 +24,7 @@ from chat_shell.contracts import (
     TurnRequest,
     UserRef,
 )
+from chat_shell.models import OFFLINE_MODEL
 from chat_shell.tools.mcp import McpServerConfig, merge_mcp_servers, parse_mcp_servers
 
 CHAT_SHELL = "Chat"
@@ -70,11 +71,31 @@ def skill_spec(crd: Mapping[str, Any]) -> SkillSpec:
     )
 
 
+def check_server_model(name: str, settings: Settings) -> None:
+    """On the server's endpoint and key, a Ghost may ask for the operator's models only."""
+    allowed = settings.allowed_models or [settings.model]
+    if name != OFFLINE_MODEL and name not in allowed:
+        raise InvalidRequest(
+            f"model {name!r} is not available with the server's key; allowed: "
+            + ", ".join(allowed),
+            code="model_not_allowed",
+            details={"model": name, "allowed": allowed},
+        )
+
+
 def model_settings(
-    ghost_model: Mapping[str, Any], settings: Settings, secrets: Mapping[str, str]
+    ghost_model: Mapping[str, Any],
+    settings: Settings,
+    secrets: Mapping[str, str],
+    *,
+    ghost_is_public: bool = False,
 ) -> ModelSettings:
     """Ghost `model` over the server default. The server's API key only ever goes to the
-    server's endpoint: a Ghost that names its own `baseUrl` must bring its own key secret."""
+    server's endpoint: a Ghost that names its own `baseUrl` must bring its own key secret.
+
+    A Ghost on the server's endpoint and key is bounded by the operator (allowed models, a
+    `maxTokens` ceiling). A Ghost's own endpoint is the tenant's choice, reached through the
+    egress policy, unless the Ghost is public (written by an admin)."""
     own_endpoint = ghost_model.get("baseUrl")
     key: SecretStr | None = None if own_endpoint else settings.openai_api_key
     secret_name = ghost_model.get("apiKeySecret")
@@ -86,12 +107,18 @@ def model_settings(
                 details={"secret": secret_name},
             )
         key = SecretStr(secrets[secret_name])
+    name = ghost_model.get("name") or settings.model
+    max_tokens = ghost_model.get("maxTokens")
+    if not own_endpoint and not secret_name:  # the server's endpoint and key
+        check_server_model(name, settings)
+        max_tokens = min(max_tokens or settings.model_max_tokens, settings.model_max_tokens)
     return ModelSettings(
-        name=ghost_model.get("name") or settings.model,
+        name=name,
         base_url=own_endpoint or settings.openai_base_url,
         api_key=key,
         temperature=ghost_model.get("temperature"),
-        max_tokens=ghost_model.get("maxTokens"),
+        max_tokens=max_tokens,
+        trusted=not own_endpoint or ghost_is_public,
     )
 
 
@@ -139,7 +166,12 @@ def build_turn_request(inputs: TurnInputs, settings: Settings) -> TurnRequest:
         conversation_id=inputs.conversation_id,
         user_id=inputs.user_id,
         system_prompt=spec.get("systemPrompt", ""),
-        model=model_settings(spec.get("model") or {}, settings, inputs.secrets),
+        model=model_settings(
+            spec.get("model") or {},
+            settings,
+            inputs.secrets,
+            ghost_is_public=inputs.ghost_is_public,
+        ),
         skills=[skill_spec(s) for s in usable],
         preload_skills=[n for n in spec.get("preload_skills", []) if n in names],
         mcp_servers=ghost_servers(inputs, settings),
@@ -151,4 +183,5 @@ def build_turn_request(inputs: TurnInputs, settings: Settings) -> TurnRequest:
             user=UserRef(id=inputs.user_id, name=inputs.user_name),
             secrets={k: SecretStr(v) for k, v in inputs.secrets.items()},
         ),
+        egress=settings.egress,
     )

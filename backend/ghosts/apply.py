@@ -23,6 +23,7 @@ from backend.errors import Forbidden, InvalidRequest, SkillhiveError
 from backend.ghosts import PUBLIC_GHOSTS, PUBLIC_NAMESPACE, service
 from backend.ghosts.validation import GhostInput, parse_ghost
 from backend.kinds.store import Scope
+from chat_shell.net import EgressPolicy
 
 
 @dataclass(frozen=True)
@@ -60,7 +61,7 @@ def _scope(user: User, document: Any) -> Scope:
     return Scope(user.id, namespace if isinstance(namespace, str) else "default")
 
 
-def _targets(user: User, documents: list[Any]) -> list[_Target]:
+def _targets(user: User, documents: list[Any], egress: EgressPolicy | None) -> list[_Target]:
     targets: list[_Target] = []
     seen: dict[tuple[Scope, str], int] = {}
     for index, document in enumerate(documents):
@@ -68,7 +69,7 @@ def _targets(user: User, documents: list[Any]) -> list[_Target]:
             continue
         with _document(index):
             scope = _scope(user, document)
-            ghost = parse_ghost(document, scope)
+            ghost = parse_ghost(document, scope, egress=egress)
             key = (scope, ghost.ghost.metadata.name)
             if key in seen:
                 raise InvalidRequest(
@@ -83,9 +84,15 @@ def _targets(user: User, documents: list[Any]) -> list[_Target]:
     return targets
 
 
-async def apply(session: AsyncSession, user: User, documents: list[Any]) -> list[dict[str, Any]]:
+async def apply(
+    session: AsyncSession,
+    user: User,
+    documents: list[Any],
+    *,
+    egress: EgressPolicy | None = None,
+) -> list[dict[str, Any]]:
     """Create or update every Ghost; per object `created`, `configured` or `unchanged`."""
-    targets = _targets(user, documents)  # every check without the database first
+    targets = _targets(user, documents, egress)  # every check without the database first
     try:
         # Then every check with it, before the first write: all skill locks are taken before
         # any Ghost row is, as a skill delete takes them (no lock-order deadlock).

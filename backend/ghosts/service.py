@@ -21,6 +21,7 @@ from backend.ghosts.resolve import skill_rows
 from backend.ghosts.validation import GhostInput, parse_ghost
 from backend.kinds import store
 from backend.kinds.store import Scope
+from chat_shell.net import EgressPolicy
 
 Action = Literal["created", "configured", "unchanged"]
 
@@ -121,17 +122,26 @@ async def save(
     return await write(session, scope, ghost, row, action, expected=expected)
 
 
-async def create(session: AsyncSession, scope: Scope, body: Any) -> dict[str, Any]:
-    crd = await save(session, scope, parse_ghost(body, scope), None)
+async def create(
+    session: AsyncSession, scope: Scope, body: Any, *, egress: EgressPolicy | None = None
+) -> dict[str, Any]:
+    crd = await save(session, scope, parse_ghost(body, scope, egress=egress), None)
     await session.commit()
     return crd
 
 
 async def replace(
-    session: AsyncSession, scope: Scope, name: str, body: Any, *, expected: int | None = None
+    session: AsyncSession,
+    scope: Scope,
+    name: str,
+    body: Any,
+    *,
+    expected: int | None = None,
+    egress: EgressPolicy | None = None,
 ) -> dict[str, Any]:
     row = await store.get(session, GHOST_KIND, scope, name)
-    crd = await save(session, scope, parse_ghost(body, scope, name=name), row, expected=expected)
+    ghost = parse_ghost(body, scope, name=name, egress=egress)
+    crd = await save(session, scope, ghost, row, expected=expected)
     await session.commit()
     return crd
 

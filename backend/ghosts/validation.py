@@ -18,11 +18,13 @@ from pydantic import ValidationError
 from backend.crd.ghost import Ghost
 from backend.crd.skill import McpServer
 from backend.db.models import SYSTEM_USER_ID
+from backend.egress import check_egress
 from backend.errors import InvalidRequest
 from backend.ghosts import PUBLIC_GHOSTS, PUBLIC_NAMESPACE
 from backend.kinds.store import Scope
 from backend.secrets.service import NAME_RE as SECRET_NAME
 from backend.secrets.service import check_name as check_secret_name
+from chat_shell.net import EgressPolicy
 from chat_shell.tools.mcp import (
     McpConfigError,
     McpPlaceholderError,
@@ -58,11 +60,15 @@ def _invalid(code: str, message: str, **details: Any) -> InvalidRequest:
     return InvalidRequest(message, code=code, details=details)
 
 
-def parse_ghost(body: Any, scope: Scope, *, name: str | None = None) -> GhostInput:
+def parse_ghost(
+    body: Any, scope: Scope, *, name: str | None = None, egress: EgressPolicy | None = None
+) -> GhostInput:
     """The Ghost `body` describes, placed in `scope`; `name` is the URL's on PUT.
 
     `stdio` MCP servers start processes on the worker (DESIGN.md §5): they are accepted only in
     public Ghosts, which only admins write. A user's Ghost refuses them, an admin's own too.
+    A user's Ghost must also keep its model endpoint and MCP urls within `egress` (default:
+    the strict policy) as far as that shows on write (`backend.egress`).
     """
     if not isinstance(body, dict):
         raise _invalid("invalid_ghost", "a Ghost must be a JSON object")
@@ -72,7 +78,10 @@ def parse_ghost(body: Any, scope: Scope, *, name: str | None = None) -> GhostInp
         raise _shape_error(exc) from None
     _check_place(ghost, body["metadata"], scope, name)
     _check_skill_lists(ghost)
-    configs = check_mcp_servers(ghost.spec.mcp_servers, trusted=scope == PUBLIC_GHOSTS)
+    trusted = scope == PUBLIC_GHOSTS
+    configs = check_mcp_servers(ghost.spec.mcp_servers, trusted=trusted)
+    if not trusted:
+        _check_egress(ghost, configs, egress if egress is not None else EgressPolicy())
     secrets = {ref for config in configs.values() for ref in _secret_refs(config)}
     if ghost.spec.model.api_key_secret is not None:
         check_secret_name(ghost.spec.model.api_key_secret)
@@ -179,6 +188,16 @@ def check_mcp_servers(
     _check_stdio(configs)
     _check_placeholders(configs)
     return configs
+
+
+def _check_egress(
+    ghost: Ghost, configs: Mapping[str, McpServerConfig], egress: EgressPolicy
+) -> None:
+    if ghost.spec.model.base_url is not None:
+        model = {"spec.model.baseUrl": ghost.spec.model.base_url}
+        check_egress(model, egress, key="field", what="the model endpoint")
+    urls = {name: c.url for name, c in configs.items() if c.url is not None}
+    check_egress(urls, egress, key="server", what="MCP servers")
 
 
 def _check_stdio(configs: Mapping[str, McpServerConfig]) -> None:

@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from backend.config import Settings
 from backend.db.models import SYSTEM_USER_ID, SkillBinary
 from backend.db.types import utcnow
+from backend.egress import check_egress
 from backend.errors import InvalidRequest
 from backend.ghosts.references import release_skill
 from backend.kinds import store
@@ -41,12 +42,14 @@ def _crd(
 
 
 def _read(data: bytes, settings: Settings, scope: Scope, *, strict: bool) -> SkillPackage:
-    return read_package(
-        data,
-        limits=ArchiveLimits.from_settings(settings),
-        public=scope == PUBLIC_SCOPE,
-        strict=strict,
+    public = scope == PUBLIC_SCOPE
+    package = read_package(
+        data, limits=ArchiveLimits.from_settings(settings), public=public, strict=strict
     )
+    if not public:  # a user's MCP servers stay within the egress policy (backend.egress)
+        urls = {n: s.url for n, s in package.spec.mcp_servers.items() if s.url is not None}
+        check_egress(urls, settings.egress, key="server", what="MCP servers")
+    return package
 
 
 def read_builtin(data: bytes, settings: Settings) -> SkillPackage:

@@ -19,7 +19,8 @@ from langgraph.types import Command
 
 from chat_shell.agent.session import TurnContext
 from chat_shell.contracts import ToolCallRecord, ToolEndEvent, ToolStartEvent
-from chat_shell.errors import ChatShellError, ModelCallError
+from chat_shell.errors import ChatShellError
+from chat_shell.models import model_failure
 
 _SUMMARY_CHARS = 500
 
@@ -47,8 +48,8 @@ class TurnMiddleware(AgentMiddleware[AgentState[Any], TurnContext, Any]):
         except (GraphBubbleUp, ChatShellError):
             raise
         except Exception as exc:
-            text = f"the model call failed: {type(exc).__name__}: {exc}"
-            raise ModelCallError(text) from exc
+            key = session.request.model.api_key
+            raise model_failure(exc, [key.get_secret_value()] if key else []) from exc
         for message in response.result:
             if isinstance(message, AIMessage):
                 session.record_model_reply(message)

@@ -23,7 +23,7 @@ from chat_shell.agent.graph import agent_graph
 from chat_shell.agent.session import TurnContext, TurnSession, turn_index
 from chat_shell.contracts import ErrorEvent, Event, StartEvent, TokenEvent, TurnRequest
 from chat_shell.errors import ChatShellError, RecursionLimitReached, TurnCancelled
-from chat_shell.models import create_chat_model
+from chat_shell.models import open_chat_model
 from chat_shell.ports import FrontendChannel, PackageSource
 from chat_shell.skills.registry import ProviderRegistry, default_registry
 from chat_shell.tools.pending.base import PendingRequestRegistry
@@ -49,9 +49,13 @@ async def run_turn(
     yield StartEvent(conversation_id=request.conversation_id, turn_index=turn_index(request))
     try:
         async with AsyncExitStack() as stack:  # closes the turn's MCP sessions, also on cancel
+            if model is None:
+                model = await stack.enter_async_context(
+                    open_chat_model(request.model, request.egress)
+                )
             session = TurnSession(
                 request,
-                model=model or create_chat_model(request.model),
+                model=model,
                 package_source=package_source,
                 frontend=frontend,
                 registry=providers or default_registry,
@@ -78,7 +82,8 @@ async def run_turn(
         yield ErrorEvent(code=exc.code, message=exc.message)
     except Exception as exc:
         logger.exception("turn of conversation %s failed", request.conversation_id)
-        yield ErrorEvent(code="internal_error", message=f"{type(exc).__name__}: {exc}")
+        # The type only: the text may quote an upstream's answer or a URL with credentials.
+        yield ErrorEvent(code="internal_error", message=type(exc).__name__)
 
 
 async def _stream_graph(session: TurnSession) -> AsyncIterator[Event]:

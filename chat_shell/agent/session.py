@@ -229,7 +229,8 @@ class TurnSession:
         if not servers:
             return []
         if self._pool is None:  # only turns that use MCP pay for a pool
-            self._pool = await self._stack.enter_async_context(McpSessionPool())
+            pool = McpSessionPool(egress=self.request.egress)
+            self._pool = await self._stack.enter_async_context(pool)
         taken = {t.name for t in self.visible_tools()} | (reserved or set())
         tools, failures = await self._pool.connect(
             servers, substitution_values(self.request), reserved_names=taken

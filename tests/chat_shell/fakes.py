@@ -19,11 +19,15 @@ from chat_shell.contracts import (
     SkillSpec,
     TurnRequest,
 )
+from chat_shell.net import EgressPolicy
 from chat_shell.offline import ScriptedChatModel
 from chat_shell.ports import InMemoryFrontendChannel, InMemoryPackageSource, PackageSource
 from chat_shell.skills.registry import ProviderRegistry
 
 _ids = itertools.count()
+
+# The test servers listen on loopback, which the egress policy refuses unless allowed.
+LOOPBACK = EgressPolicy(allow=("127.0.0.1",))
 
 
 FakeToolChatModel = ScriptedChatModel  # the fake tool-calling model of the tests

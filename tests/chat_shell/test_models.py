@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 
+import pytest
 from langchain_openai import ChatOpenAI
 from pydantic import SecretStr
 
@@ -13,7 +15,7 @@ from chat_shell.contracts import ModelSettings, TokenEvent, TurnRequest
 from chat_shell.models import create_chat_model
 from chat_shell.offline import OfflineChatModel
 from chat_shell.ports import InMemoryFrontendChannel, InMemoryPackageSource
-from tests.chat_shell.fakes import collect, done, of_type, request, skill
+from tests.chat_shell.fakes import LOOPBACK, collect, done, of_type, request, skill
 from tests.fake_openai_server import FakeOpenAIServer, Reply, ToolCall
 
 
@@ -53,7 +55,10 @@ async def test_a_turn_through_chat_openai_streams_tokens_and_runs_tool_calls(
         Reply(text="Here is the PDF you wanted.", chunk_chars=5, completion_tokens=9),
     )
     turn = request(
-        "make a pdf", skills=[skill("pdf"), skill("docx")], model=server_settings(openai_server)
+        "make a pdf",
+        skills=[skill("pdf"), skill("docx")],
+        model=server_settings(openai_server),
+        egress=LOOPBACK,
     )
 
     events = [
@@ -103,7 +108,7 @@ async def test_tokens_reach_the_caller_while_the_answer_is_still_streaming(
     gate = threading.Event()
     reply = Reply(text="first second third", chunk_chars=6, gate=gate)
     openai_server.script(reply)
-    turn = request(model=server_settings(openai_server))
+    turn = request(model=server_settings(openai_server), egress=LOOPBACK)
     tokens: list[str] = []
 
     async for event in run_turn(
@@ -117,18 +122,26 @@ async def test_tokens_reach_the_caller_while_the_answer_is_still_streaming(
     assert not reply.gate_timed_out
 
 
-async def test_an_api_error_ends_the_turn_with_a_model_error(
-    openai_server: FakeOpenAIServer,
+async def test_an_api_error_ends_the_turn_with_its_status_and_the_body_only_in_the_log(
+    openai_server: FakeOpenAIServer, caplog: pytest.LogCaptureFixture
 ) -> None:
-    openai_server.script(Reply(status=400, text="model 'gpt-test' does not exist"))
+    secret = "internal: db password hunter2 at 10.1.2.3"
+    openai_server.script(Reply(status=400, text=secret))
 
-    events = await collect(
-        request(model=server_settings(openai_server)),
-        create_chat_model(server_settings(openai_server)),
-    )
+    with caplog.at_level(logging.WARNING):
+        events = [
+            e
+            async for e in run_turn(
+                request(model=server_settings(openai_server), egress=LOOPBACK),
+                package_source=InMemoryPackageSource(),
+                frontend=InMemoryFrontendChannel(),
+            )
+        ]
 
-    assert events[-1].type == "error" and events[-1].code == "model_error"
-    assert "does not exist" in events[-1].message
+    error = events[-1]
+    assert error.type == "error" and error.code == "model_error"
+    assert error.message == "the model endpoint answered HTTP 400"
+    assert "hunter2" in caplog.text  # the operator can still see it
 
 
 def offline_turn(message: str, **fields: object) -> TurnRequest:

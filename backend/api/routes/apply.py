@@ -7,7 +7,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 
 from backend.api.body import JSON_TYPES, YAML_TYPES, media_type, parse_json, read_body, unsupported
-from backend.api.deps import CurrentUser, SessionDep
+from backend.api.deps import CurrentUser, SessionDep, SettingsDep
 from backend.errors import InvalidRequest
 from backend.ghosts.apply import apply
 from backend.skills.safe_yaml import YamlError, load_yaml_all
@@ -60,7 +60,9 @@ def parse_documents(data: bytes, media: str) -> list[Any]:
 
 
 @router.post("/apply", openapi_extra=_BODY_OPENAPI)
-async def apply_objects(request: Request, user: CurrentUser, session: SessionDep) -> Any:
+async def apply_objects(
+    request: Request, user: CurrentUser, session: SessionDep, settings: SettingsDep
+) -> Any:
     """Create or update each Ghost; `{items: [{kind, namespace, name, action}]}` with action
     `created`, `configured` or `unchanged`. One invalid object: 422 naming its `index`, and
     nothing is written."""
@@ -68,4 +70,4 @@ async def apply_objects(request: Request, user: CurrentUser, session: SessionDep
     if media not in YAML_TYPES | JSON_TYPES:
         raise unsupported("application/yaml (multi-document) or application/json (a list)")
     documents = parse_documents(await read_body(request, MAX_APPLY_BYTES), media)
-    return {"items": await apply(session, user, documents)}
+    return {"items": await apply(session, user, documents, egress=settings.egress)}

@@ -12,7 +12,7 @@ from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from fastapi.responses import JSONResponse
 
 from backend.api.body import read_json
-from backend.api.deps import SessionDep
+from backend.api.deps import SessionDep, SettingsDep
 from backend.api.resources import ScopeDep, crd_response, own_scope, public_scopes
 from backend.crd.ghost import GHOST_KIND, Ghost
 from backend.ghosts import PUBLIC_GHOSTS, service
@@ -52,10 +52,11 @@ def _register(router: APIRouter, read_scope: ScopeDep, write_scope: ScopeDep, *,
 
     @router.post("", status_code=201, openapi_extra=_BODY_OPENAPI)
     async def create_ghost(
-        request: Request, scope: WriteScope, session: SessionDep
+        request: Request, scope: WriteScope, session: SessionDep, settings: SettingsDep
     ) -> JSONResponse:
         body = await read_json(request, MAX_GHOST_BYTES)
-        return crd_response(await service.create(session, scope, body), 201)
+        crd = await service.create(session, scope, body, egress=settings.egress)
+        return crd_response(crd, 201)
 
     @router.get("/{name}", responses={200: {"model": Ghost}})
     async def get_ghost(name: str, scope: ReadScope, session: SessionDep) -> JSONResponse:
@@ -67,12 +68,16 @@ def _register(router: APIRouter, read_scope: ScopeDep, write_scope: ScopeDep, *,
         request: Request,
         scope: WriteScope,
         session: SessionDep,
+        settings: SettingsDep,
         if_match: IfMatch = None,
     ) -> JSONResponse:
         """Replaces labels and spec; `If-Match` or `metadata.resourceVersion` are preconditions."""
         expected = store.parse_if_match(if_match)
         body: Any = await read_json(request, MAX_GHOST_BYTES)
-        return crd_response(await service.replace(session, scope, name, body, expected=expected))
+        crd = await service.replace(
+            session, scope, name, body, expected=expected, egress=settings.egress
+        )
+        return crd_response(crd)
 
     @router.delete("/{name}", status_code=204)
     async def delete_ghost(

@@ -13,9 +13,11 @@ Rules:
   `mcp_stdio_forbidden`, `mcp_placeholder_invalid`, `mcp_placeholder_unresolved`); the backend
   calls `parse_mcp_servers`, `check_stdio_allowed` and `validate_placeholders` on write.
 - In a turn nothing raises: a server that cannot be used is an `McpFailure` (also for
-  `mcp_connect_failed`, `mcp_connect_timeout`, `mcp_server_conflict`), and a tool call that fails
+  `mcp_connect_failed`, `mcp_connect_timeout`, `mcp_server_conflict`, and `egress_forbidden`
+  for a tenant's server whose address the egress policy refuses), and a tool call that fails
   returns an error ToolMessage whose text starts with `[mcp_tool_timeout]`, `[mcp_tool_failed]`
-  or `[mcp_server_disconnected]`. Known secret values are masked in both.
+  or `[mcp_server_disconnected]`. Known secret values are masked in both; an HTTP server's
+  answer and URL never appear (status code only, the body goes to the log).
 - Merging replaces whole entries by name (skill > Ghost > global). Tool names clash ->
   `<server>_<tool>` (see `McpSessionPool`).
 """

@@ -47,3 +47,4 @@ SERVER_CONFLICT = "mcp_server_conflict"
 TOOL_TIMEOUT = "mcp_tool_timeout"
 TOOL_FAILED = "mcp_tool_failed"
 SERVER_DISCONNECTED = "mcp_server_disconnected"
+EGRESS_FORBIDDEN = "egress_forbidden"  # the server's address is refused by the egress policy

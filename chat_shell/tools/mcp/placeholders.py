@@ -48,6 +48,13 @@ def find_placeholders(config: McpServerConfig) -> set[str]:
     return {m.group(1) for _, text in _fields(config) for m in _PLACEHOLDER.finditer(text)}
 
 
+def url_takes_tenant_values(config: McpServerConfig) -> bool:
+    """Whether the URL takes a value a tenant controls (`user.*`, `conversation.*`,
+    `secrets.*`): then even a trusted config's address is the tenant's choice."""
+    found = _PLACEHOLDER.finditer(config.url or "")
+    return any(m.group(1).partition(".")[0] in KNOWN_PLACEHOLDER_ROOTS for m in found)
+
+
 def validate_placeholders(
     config: McpServerConfig, *, known_roots: frozenset[str] = KNOWN_PLACEHOLDER_ROOTS
 ) -> None:

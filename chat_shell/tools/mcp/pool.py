@@ -11,10 +11,11 @@ from typing import Any, Self
 
 from langchain_core.tools import BaseTool
 
+from chat_shell.net import EgressPolicy
 from chat_shell.tools.mcp.config import McpServerConfig, check_stdio_allowed
 from chat_shell.tools.mcp.errors import SERVER_CONFLICT, McpError
 from chat_shell.tools.mcp.placeholders import secret_values, substitute_placeholders
-from chat_shell.tools.mcp.session import ServerSession
+from chat_shell.tools.mcp.session import ServerSession, egress_applies
 
 _NOT_IN_NAME = re.compile(r"[^A-Za-z0-9_-]")
 _MAX_NAME = 64  # what OpenAI-style function calling accepts: ^[A-Za-z0-9_-]{1,64}$
@@ -49,7 +50,10 @@ class McpSessionPool:
         connect_timeout_s: float = 30.0,
         call_timeout_s: float = 60.0,
         close_timeout_s: float = 5.0,
+        egress: EgressPolicy | None = None,
     ) -> None:
+        # Tenant-chosen servers connect only where this policy allows (default: the strict one).
+        self._egress = egress or EgressPolicy()
         self._connect_timeout_s = connect_timeout_s
         self._call_timeout_s = call_timeout_s
         self._close_timeout_s = close_timeout_s
@@ -128,6 +132,7 @@ class McpSessionPool:
                     resolved,
                     call_timeout_s=self._call_timeout_s,
                     secrets=secret_values(config, context),
+                    egress=self._egress if egress_applies(config) else None,
                 )
                 self.sessions_opened += 1
                 self._sessions[name] = session

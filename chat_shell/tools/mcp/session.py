@@ -13,24 +13,37 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
 
 import anyio
+import httpx
 from langchain_core.tools import BaseTool
 from langchain_mcp_adapters.client import MultiServerMCPClient
 from langchain_mcp_adapters.interceptors import MCPToolCallRequest, MCPToolCallResult
 from langchain_mcp_adapters.sessions import Connection
 from langchain_mcp_adapters.tools import load_mcp_tools
+from mcp.shared._httpx_utils import McpHttpClientFactory
 from mcp.shared.exceptions import McpError
 from mcp.types import CONNECTION_CLOSED, AudioContent, CallToolResult, TextContent
 
+from chat_shell.net import (
+    EgressForbidden,
+    EgressPolicy,
+    egress_client,
+    error_body_logger,
+    find_cause,
+)
+from chat_shell.net.upstream import redact
 from chat_shell.tools.mcp.config import McpServerConfig
 from chat_shell.tools.mcp.errors import (
     CONNECT_FAILED,
     CONNECT_TIMEOUT,
+    EGRESS_FORBIDDEN,
     SERVER_DISCONNECTED,
     TOOL_FAILED,
     TOOL_TIMEOUT,
 )
+from chat_shell.tools.mcp.placeholders import url_takes_tenant_values
 
 logger = logging.getLogger(__name__)
 
@@ -45,15 +58,65 @@ def describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-def redact(text: str, secrets: Iterable[str]) -> str:
-    """Mask secret values (e.g. in a URL echoed by a connection error)."""
-    for secret in sorted(secrets, key=len, reverse=True):
-        text = text.replace(secret, "***")
-    return text
+def _client_factory(
+    name: str, egress: EgressPolicy | None, secrets: Iterable[str]
+) -> McpHttpClientFactory:
+    """HTTP clients for one server: egress-checked when `egress` is given, and logging what
+    the server answers with an error status (the tenant sees the status only)."""
+
+    def create(
+        headers: dict[str, str] | None = None,
+        timeout: httpx.Timeout | None = None,
+        auth: httpx.Auth | None = None,
+    ) -> httpx.AsyncClient:
+        options: dict[str, Any] = {
+            "headers": headers,
+            # The MCP SDK's defaults: a server may hold a response stream open for long.
+            "timeout": timeout if timeout is not None else httpx.Timeout(30.0, read=300.0),
+            "auth": auth,
+            "event_hooks": {"response": [error_body_logger(f"MCP server {name!r}", secrets)]},
+        }
+        if egress is not None:
+            return egress_client(egress, **options)
+        return httpx.AsyncClient(**options, follow_redirects=False)
+
+    return create
 
 
-def to_connection(config: McpServerConfig) -> Connection:
-    """The adapters' connection dict for a (substituted) config."""
+def failure(
+    name: str, config: McpServerConfig, exc: BaseException, secrets: Iterable[str] = ()
+) -> tuple[str, str]:
+    """(code, message) for a server that failed; what an HTTP server answered is logged only.
+
+    HTTP errors name the server and a status code or an error type, never the URL (an
+    operator's URL may hold credentials) or the answer. A stdio server is the operator's own
+    local process: its error text is kept. Known secret values are masked throughout.
+    """
+    if find_cause(exc, EgressForbidden) is not None:
+        message = f"MCP server {name!r}: its address is not allowed by the egress policy"
+        return EGRESS_FORBIDDEN, message
+    if config.transport == "stdio":
+        return CONNECT_FAILED, redact(describe(exc), secrets)
+    status = find_cause(exc, httpx.HTTPStatusError)
+    if status is not None:  # the body was logged as it arrived (`_client_factory`)
+        code = status.response.status_code
+        return CONNECT_FAILED, f"MCP server {name!r} answered HTTP {code}"
+    cause = find_cause(exc, httpx.TransportError) or exc
+    logger.warning("MCP server %r failed: %s", name, redact(describe(exc), secrets))
+    return CONNECT_FAILED, f"MCP server {name!r} failed: {type(cause).__name__}"
+
+
+def egress_applies(config: McpServerConfig) -> bool:
+    """Whether connections to the server must pass the egress policy: a tenant chose it (a
+    user's Ghost or skill), or its URL takes a value a tenant controls."""
+    return not config.trusted or url_takes_tenant_values(config)
+
+
+def to_connection(
+    config: McpServerConfig, *, client_factory: McpHttpClientFactory | None = None
+) -> Connection:
+    """The adapters' connection dict for a (substituted) config; `client_factory` makes the
+    HTTP clients of sse and streamable_http servers."""
     if config.transport == "stdio":
         assert config.command is not None  # guaranteed by McpServerConfig validation
         # env=None lets the SDK pass its safe default environment (PATH, HOME, ...).
@@ -65,8 +128,18 @@ def to_connection(config: McpServerConfig) -> Connection:
         }
     assert config.url is not None
     if config.transport == "sse":
-        return {"transport": "sse", "url": config.url, "headers": dict(config.headers)}
-    return {"transport": "streamable_http", "url": config.url, "headers": dict(config.headers)}
+        return {
+            "transport": "sse",
+            "url": config.url,
+            "headers": dict(config.headers),
+            "httpx_client_factory": client_factory,
+        }
+    return {
+        "transport": "streamable_http",
+        "url": config.url,
+        "headers": dict(config.headers),
+        "httpx_client_factory": client_factory,
+    }
 
 
 def _is_connection_lost(exc: Exception) -> bool:
@@ -107,20 +180,28 @@ class ServerSession:
         *,
         call_timeout_s: float,
         secrets: Iterable[str] = (),
+        egress: EgressPolicy | None = None,
     ) -> None:
+        """`egress`: the policy every connection to this server must pass; None for servers
+        the operator or an admin chose."""
         self.name = name
         self.config = config
         self.tools: list[BaseTool] = []
         self._call_timeout_s = call_timeout_s
         self._secrets = frozenset(secrets)
-        self._client = MultiServerMCPClient({name: to_connection(config)})
+        self._egress = egress
+        factory = _client_factory(name, egress, self._secrets)
+        self._client = MultiServerMCPClient({name: to_connection(config, client_factory=factory)})
         self._ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._stop = asyncio.Event()
         self._ended: str | None = None
+        self._ended_code = SERVER_DISCONNECTED
         self._runner = asyncio.create_task(self._run(), name=f"mcp-session:{name}")
 
     async def _run(self) -> None:
         try:
+            if self._egress is not None and self.config.url is not None:
+                self._egress.check_url(self.config.url)  # a literal address: refuse at once
             async with self._client.session(self.name) as session:
                 self.tools = await load_mcp_tools(
                     session, server_name=self.name, tool_interceptors=[self._intercept]
@@ -128,7 +209,9 @@ class ServerSession:
                 self._ready.set_result(None)
                 await self._stop.wait()
         except Exception as exc:
-            self._ended = redact(describe(exc), self._secrets)
+            code, self._ended = failure(self.name, self.config, exc, self._secrets)
+            if code == EGRESS_FORBIDDEN:
+                self._ended_code = code
             if self._ready.done():
                 logger.warning("MCP server %r disconnected: %s", self.name, self._ended)
             else:
@@ -147,7 +230,7 @@ class ServerSession:
             await self.close(grace_s=0)
             return CONNECT_TIMEOUT, f"no answer within {timeout_s:g}s"
         except Exception as exc:
-            return CONNECT_FAILED, redact(describe(exc), self._secrets)
+            return failure(self.name, self.config, exc, self._secrets)
         return None
 
     async def close(self, grace_s: float) -> None:
@@ -167,7 +250,7 @@ class ServerSession:
 
     async def _intercept(self, request: MCPToolCallRequest, handler: _Handler) -> MCPToolCallResult:
         if self._stop.is_set() or self._runner.done():
-            return _error_result(SERVER_DISCONNECTED, self._disconnected())
+            return _error_result(self._ended_code, self._disconnected())
 
         async def run_call() -> MCPToolCallResult:
             return await handler(request)
@@ -189,7 +272,15 @@ class ServerSession:
             try:
                 return _convertible(call.result())
             except Exception as exc:
-                message = redact(describe(exc), self._secrets)
+                if isinstance(exc, McpError) or self.config.transport == "stdio":
+                    # The server's own error for the model, as a tool result would be.
+                    message = redact(describe(exc), self._secrets)
+                else:
+                    code, message = failure(self.name, self.config, exc, self._secrets)
+                    if code == EGRESS_FORBIDDEN:  # the server moved out of reach: stop
+                        self._ended, self._ended_code = message, code
+                        self._stop.set()
+                        return _error_result(code, message)
                 if _is_connection_lost(exc):
                     # The transport is gone (a stdio server died): close it, fail fast from now.
                     self._ended = f"connection lost during {request.name}: {message}"
@@ -198,7 +289,7 @@ class ServerSession:
                     return _error_result(SERVER_DISCONNECTED, self._disconnected())
                 return _error_result(TOOL_FAILED, f"{request.name} failed: {message}")
         if self._runner in done:
-            return _error_result(SERVER_DISCONNECTED, self._disconnected())
+            return _error_result(self._ended_code, self._disconnected())
         return _error_result(
             TOOL_TIMEOUT, f"{request.name} did not answer within {self._call_timeout_s:g}s"
         )

@@ -3,17 +3,30 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from backend.config import Settings
 from tests.backend.api.skill_helpers import upload
 from tests.conftest import Account
 from tests.fake_openai_server import FakeOpenAIServer
 from tests.support import zips
 
 PDF_PROMPT = "PDF-INSTRUCTIONS: always check the page count first."
+
+
+# The scripted servers listen on loopback, which tenant endpoints reach only when allowed.
+LOOPBACK_ALLOW = ["127.0.0.1"]
+
+
+@pytest.fixture
+def settings(database_url: str, tmp_path: Path) -> Settings:
+    return Settings(
+        database_url=database_url, data_dir=tmp_path / "data", egress_allow=LOOPBACK_ALLOW
+    )
 
 
 @dataclass

@@ -73,6 +73,7 @@ def cluster(settings: Settings, redis_server: RedisServer, tmp_path: Path) -> It
         settings.data_dir,
         SKILLHIVE_TURN_LEASE_SECONDS=LEASE_S,
         SKILLHIVE_WORKER_CONCURRENCY=4,
+        SKILLHIVE_EGRESS_ALLOW=",".join(settings.egress_allow),  # the scripted model server
     )
     running = Cluster(tmp_path, env)
     try:

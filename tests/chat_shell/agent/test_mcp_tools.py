@@ -14,6 +14,7 @@ from chat_shell.contracts import Event, SkillSpec
 from chat_shell.ports import InMemoryFrontendChannel, InMemoryPackageSource
 from chat_shell.tools.mcp import McpServerConfig, parse_mcp_server
 from tests.chat_shell.fakes import (
+    LOOPBACK,
     FakeToolChatModel,
     call,
     collect,
@@ -90,7 +91,8 @@ async def test_a_dead_server_is_reported_and_the_others_keep_working() -> None:
     )
     model = FakeToolChatModel(script=[call("echo", message="still here"), say("ok")])
 
-    events = await collect(request(mcp_servers={"dead": dead, "fx": fixture_server()}), model)
+    turn = request(mcp_servers={"dead": dead, "fx": fixture_server()}, egress=LOOPBACK)
+    events = await collect(turn, model)
 
     (error,) = of_type(events, "mcp_error")
     assert error.server == "dead" and error.code.startswith("mcp_connect")

@@ -7,7 +7,13 @@ from typing import Any
 from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool
 
-from chat_shell.tools.mcp import McpFailure
+from chat_shell.tools.mcp import McpFailure, McpSessionPool
+from tests.chat_shell.fakes import LOOPBACK
+
+
+def loopback_pool(**options: Any) -> McpSessionPool:
+    """A session pool whose egress policy allows the test servers on 127.0.0.1."""
+    return McpSessionPool(egress=LOOPBACK, **options)
 
 
 def by_name(tools: list[BaseTool]) -> dict[str, BaseTool]:

@@ -7,9 +7,9 @@ from collections.abc import AsyncIterator, Callable
 
 import pytest
 
-from chat_shell.tools.mcp import McpError, McpServerConfig, McpSessionPool, parse_mcp_server
+from chat_shell.tools.mcp import McpError, McpServerConfig, parse_mcp_server
 from tests.chat_shell.tools.mcp.servers import child_processes, free_port
-from tests.chat_shell.tools.mcp.support import by_name, call, call_ok, codes
+from tests.chat_shell.tools.mcp.support import by_name, call, call_ok, codes, loopback_pool
 
 # The first run installs the servers inside fixture setup, which pytest-timeout counts.
 pytestmark = pytest.mark.timeout(600)
@@ -56,7 +56,7 @@ async def test_dead_servers_are_reported_and_the_others_work(time_server: McpSer
         "bad_command": parse_mcp_server({"command": "/nonexistent/mcp-server"}, trusted=True),
         "time": time_server,
     }
-    async with McpSessionPool() as pool:
+    async with loopback_pool() as pool:
         tools, failures = await pool.connect(servers, CONTEXT)
         assert codes(failures) == {
             "refused": "mcp_connect_failed",
@@ -77,7 +77,7 @@ async def test_a_server_that_never_answers_hits_the_connect_timeout(
         {"type": "http", "url": f"http://127.0.0.1:{silent_port}/mcp", "timeout": 0.5},
         trusted=False,
     )
-    async with McpSessionPool(connect_timeout_s=30) as pool:
+    async with loopback_pool(connect_timeout_s=30) as pool:
         tools, failures = await pool.connect({"slow": slow, "fx": fixture_stdio}, CONTEXT)
         assert codes(failures) == {"slow": "mcp_connect_timeout"}
         assert await call_ok(by_name(tools)["echo"], message="still here") == "fixture: still here"
@@ -87,7 +87,7 @@ async def test_untrusted_stdio_is_refused_without_starting_anything(
     fixture_stdio: McpServerConfig, time_server: McpServerConfig
 ) -> None:
     user_stdio = fixture_stdio.model_copy(update={"trusted": False})
-    async with McpSessionPool() as pool:
+    async with loopback_pool() as pool:
         tools, failures = await pool.connect({"mine": user_stdio, "time": time_server}, CONTEXT)
         assert codes(failures) == {"mine": "mcp_stdio_forbidden"}
         assert child_processes(marker(fixture_stdio)) == []
@@ -99,7 +99,7 @@ async def test_unresolved_placeholders_fail_that_server_only(time_server: McpSer
         {"type": "http", "url": "http://127.0.0.1:1/mcp", "headers": {"A": "${{secrets.NOPE}}"}},
         trusted=False,
     )
-    async with McpSessionPool() as pool:
+    async with loopback_pool() as pool:
         tools, failures = await pool.connect({"s": needs_secret, "time": time_server}, CONTEXT)
         assert codes(failures) == {"s": "mcp_placeholder_unresolved"}
         assert "secrets.NOPE" in failures[0].message
@@ -108,7 +108,7 @@ async def test_unresolved_placeholders_fail_that_server_only(time_server: McpSer
 
 async def test_secrets_never_appear_in_failure_messages() -> None:
     leaky = parse_mcp_server({"command": "/nonexistent/${{secrets.TOKEN}}/srv"}, trusted=True)
-    async with McpSessionPool() as pool:
+    async with loopback_pool() as pool:
         _, failures = await pool.connect({"leaky": leaky}, CONTEXT)
     assert codes(failures) == {"leaky": "mcp_connect_failed"}
     assert "hunter2" not in failures[0].message
@@ -118,7 +118,7 @@ async def test_secrets_never_appear_in_failure_messages() -> None:
 async def test_a_hanging_tool_hits_the_call_timeout_and_the_session_lives_on(
     fixture_stdio: McpServerConfig,
 ) -> None:
-    async with McpSessionPool(call_timeout_s=0.5) as pool:
+    async with loopback_pool(call_timeout_s=0.5) as pool:
         tools, _ = await pool.connect({"fx": fixture_stdio}, CONTEXT)
         message = await call(by_name(tools)["hang"])
         assert message.status == "error"
@@ -130,7 +130,7 @@ async def test_a_server_crashing_mid_turn_turns_calls_into_errors_and_the_pool_s
     fixture_stdio: McpServerConfig, time_server: McpServerConfig
 ) -> None:
     # A long call timeout: the crash must be noticed, not waited out.
-    async with McpSessionPool(call_timeout_s=120) as pool:
+    async with loopback_pool(call_timeout_s=120) as pool:
         tools, _ = await pool.connect({"fx": fixture_stdio, "time": time_server}, CONTEXT)
         names = by_name(tools)
         crashed = await call(names["crash"])
@@ -150,7 +150,7 @@ async def test_cancelling_the_turn_closes_sessions_and_ends_stdio_servers(
     in_call = asyncio.Event()
 
     async def turn() -> None:
-        async with McpSessionPool() as pool:
+        async with loopback_pool() as pool:
             tools, _ = await pool.connect({"fx": fixture_stdio, "time": time_server}, CONTEXT)
             in_call.set()
             await call(by_name(tools)["hang"])
@@ -170,7 +170,7 @@ async def test_cancelling_the_turn_while_connecting_ends_started_servers(
     silent_port: int, fixture_stdio: McpServerConfig
 ) -> None:
     slow = remote(f"http://127.0.0.1:{silent_port}/mcp")
-    pool = McpSessionPool(connect_timeout_s=60)
+    pool = loopback_pool(connect_timeout_s=60)
     task = asyncio.create_task(pool.connect({"slow": slow, "fx": fixture_stdio}, CONTEXT))
     await wait_for(lambda: len(child_processes(marker(fixture_stdio))) == 1)
     task.cancel()
@@ -183,7 +183,7 @@ async def test_cancelling_the_turn_while_connecting_ends_started_servers(
 async def test_a_name_connected_with_another_config_is_a_conflict(
     time_server: McpServerConfig, fixture_stdio: McpServerConfig
 ) -> None:
-    async with McpSessionPool() as pool:
+    async with loopback_pool() as pool:
         await pool.connect({"s": time_server}, CONTEXT)
         tools, failures = await pool.connect({"s": fixture_stdio}, CONTEXT)
         assert codes(failures) == {"s": "mcp_server_conflict"}
@@ -194,7 +194,7 @@ async def test_a_name_connected_with_another_config_is_a_conflict(
 async def test_tools_answer_with_error_text_after_the_pool_closed(
     time_server: McpServerConfig,
 ) -> None:
-    async with McpSessionPool() as pool:
+    async with loopback_pool() as pool:
         tools, _ = await pool.connect({"time": time_server}, CONTEXT)
     message = await call(by_name(tools)["get_current_time"], timezone="UTC")
     assert message.status == "error"

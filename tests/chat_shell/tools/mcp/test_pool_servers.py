@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from chat_shell.tools.mcp import McpServerConfig, McpSessionPool, parse_mcp_server
+from chat_shell.tools.mcp import McpServerConfig, parse_mcp_server
 from tests.chat_shell.tools.mcp.servers import child_processes
-from tests.chat_shell.tools.mcp.support import by_name, call, call_ok
+from tests.chat_shell.tools.mcp.support import by_name, call, call_ok, loopback_pool
 
 # The first run installs the servers inside fixture setup, which pytest-timeout counts.
 pytestmark = pytest.mark.timeout(600)
@@ -18,7 +18,7 @@ CONTEXT = {"user": {"id": 7, "name": "ann"}, "conversation": {"id": "c-9"}, "sec
 
 
 async def test_time_server_over_stdio_lists_tools_and_answers(time_server: McpServerConfig) -> None:
-    async with McpSessionPool() as pool:
+    async with loopback_pool() as pool:
         tools, failures = await pool.connect({"time": time_server}, CONTEXT)
         assert failures == []
         assert {"get_current_time", "convert_time"} <= set(by_name(tools))
@@ -30,7 +30,7 @@ async def test_one_stdio_session_serves_every_call_of_the_turn(
     time_server: McpServerConfig,
 ) -> None:
     marker = str(time_server.command)
-    async with McpSessionPool() as pool:
+    async with loopback_pool() as pool:
         tools, _ = await pool.connect({"time": time_server}, CONTEXT)
         started = child_processes(marker)
         assert len(started) == 1
@@ -56,7 +56,7 @@ async def test_one_stdio_session_serves_every_call_of_the_turn(
 async def test_the_fixture_server_answers_every_call_from_one_process(
     fixture_stdio: McpServerConfig,
 ) -> None:
-    async with McpSessionPool() as pool:
+    async with loopback_pool() as pool:
         tools, _ = await pool.connect({"fx": fixture_stdio}, CONTEXT)
         pids = {await call_ok(by_name(tools)["pid"]) for _ in range(3)}
         assert [int(p) for p in pids] == child_processes(" ".join(fixture_stdio.args))
@@ -66,7 +66,7 @@ async def test_everything_server_over_streamable_http_and_sse(
     everything_http: McpServerConfig, everything_sse: McpServerConfig
 ) -> None:
     for transport, config in (("http", everything_http), ("sse", everything_sse)):
-        async with McpSessionPool() as pool:
+        async with loopback_pool() as pool:
             tools, failures = await pool.connect({"everything": config}, CONTEXT)
             assert failures == [], transport
             text = await call_ok(by_name(tools)["echo"], message=f"hi over {transport}")
@@ -78,7 +78,7 @@ async def test_everything_server_over_streamable_http_and_sse(
 async def test_clashing_names_in_one_batch_get_the_server_prefix(
     everything_http: McpServerConfig, everything_sse: McpServerConfig
 ) -> None:
-    async with McpSessionPool() as pool:
+    async with loopback_pool() as pool:
         tools, _ = await pool.connect({"web": everything_http, "stream": everything_sse}, CONTEXT)
         names = by_name(tools)
         assert "echo" not in names
@@ -89,7 +89,7 @@ async def test_clashing_names_in_one_batch_get_the_server_prefix(
 async def test_a_later_server_never_renames_tools_already_handed_out(
     everything_http: McpServerConfig, fixture_stdio: McpServerConfig
 ) -> None:
-    async with McpSessionPool() as pool:
+    async with loopback_pool() as pool:
         first, _ = await pool.connect({"everything": everything_http}, CONTEXT)
         later, _ = await pool.connect({"fx": fixture_stdio}, CONTEXT, reserved_names={"pid"})
         assert "echo" in by_name(first)
@@ -103,7 +103,7 @@ async def test_a_later_server_never_renames_tools_already_handed_out(
 async def test_parallel_connects_of_one_server_share_its_session(
     fixture_stdio: McpServerConfig,
 ) -> None:
-    async with McpSessionPool() as pool:
+    async with loopback_pool() as pool:
         results = await asyncio.gather(
             *(pool.connect({"fx": fixture_stdio}, CONTEXT) for _ in range(3))
         )
@@ -124,7 +124,7 @@ async def test_headers_and_env_reach_the_server_substituted(
     local = parse_mcp_server(
         {**fixture_stdio.model_dump(), "env": {"CONV": "${{conversation.id}}"}}, trusted=True
     )
-    async with McpSessionPool() as pool:
+    async with loopback_pool() as pool:
         tools, failures = await pool.connect({"remote": remote, "local": local}, CONTEXT)
         assert failures == []
         names = by_name(tools)
@@ -136,7 +136,7 @@ async def test_headers_and_env_reach_the_server_substituted(
 async def test_a_tool_error_from_the_server_is_an_error_tool_message(
     time_server: McpServerConfig,
 ) -> None:
-    async with McpSessionPool() as pool:
+    async with loopback_pool() as pool:
         tools, _ = await pool.connect({"time": time_server}, CONTEXT)
         message = await call(by_name(tools)["get_current_time"], timezone="Not/AZone")
         assert message.status == "error"

@@ -1,0 +1,29 @@
+"""Outbound connections: the egress policy and the clients that obey it."""
+
+from chat_shell.net.egress import (
+    EgressForbidden,
+    EgressPolicy,
+    default_refusal,
+    literal_address,
+)
+from chat_shell.net.transport import EgressNetworkBackend, EgressTransport, egress_client
+from chat_shell.net.upstream import (
+    error_body_logger,
+    find_cause,
+    log_upstream_error,
+    truncated,
+)
+
+__all__ = [
+    "EgressForbidden",
+    "EgressNetworkBackend",
+    "EgressPolicy",
+    "EgressTransport",
+    "default_refusal",
+    "egress_client",
+    "error_body_logger",
+    "find_cause",
+    "literal_address",
+    "log_upstream_error",
+    "truncated",
+]
