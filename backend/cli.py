@@ -141,7 +141,10 @@ def create_user(
         return (await service.issue_token(session, user, "cli")).secret
 
     secret = _run_db(work)
-    typer.echo(f"created {'admin' if admin else 'user'} {name!r}; API token (shown once):")
+    # The note goes to stderr, so `TOKEN=$(skillhive admin create-user ...)` captures the token.
+    typer.echo(
+        f"created {'admin' if admin else 'user'} {name!r}; API token (shown once):", err=True
+    )
     typer.echo(secret)
 
 
