@@ -10,7 +10,8 @@ import typer
 from sqlalchemy.exc import OperationalError, ProgrammingError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from backend.config import get_settings
+from backend import heartbeat
+from backend.config import Settings, get_settings
 from backend.db.engine import create_engine, create_sessionmaker
 from backend.errors import SkillhiveError
 from backend.logging_config import configure_logging, logging_dict
@@ -55,15 +56,41 @@ def worker(
     concurrency: Annotated[
         int | None, typer.Option(min=1, help="Turns at once [SKILLHIVE_WORKER_CONCURRENCY].")
     ] = None,
+    check: Annotated[
+        bool,
+        typer.Option(
+            "--check",
+            help="Do not run: exit 0 if a worker with this data dir beat within --max-age "
+            "seconds, else 1 (the container health check).",
+        ),
+    ] = False,
+    max_age: Annotated[
+        float, typer.Option(min=1, help="Seconds; with --check.")
+    ] = heartbeat.MAX_AGE_S,
 ) -> None:
     """Run chat turns from the Redis Stream (scale-out mode; needs SKILLHIVE_REDIS_URL)."""
+    settings = get_settings()
+    if check:
+        _check_worker_heartbeat(settings, max_age)
+        return
     from backend.worker import serve as serve_worker
 
-    settings = get_settings()
     if concurrency is not None:
         settings = settings.model_copy(update={"worker_concurrency": concurrency})
     configure_logging(settings.log_level)
     asyncio.run(serve_worker(settings))
+
+
+def _check_worker_heartbeat(settings: Settings, max_age: float) -> None:
+    path = heartbeat.heartbeat_path(settings)
+    age = heartbeat.age_s(path)
+    if age is None:
+        typer.echo(f"unhealthy: no worker heartbeat at {path}", err=True)
+        raise typer.Exit(1)
+    if age > max_age:
+        typer.echo(f"unhealthy: last worker heartbeat {age:.0f}s ago (max {max_age:g}s)", err=True)
+        raise typer.Exit(1)
+    typer.echo(f"healthy: last worker heartbeat {age:.1f}s ago")
 
 
 @app.command()
@@ -114,7 +141,10 @@ def create_user(
         return (await service.issue_token(session, user, "cli")).secret
 
     secret = _run_db(work)
-    typer.echo(f"created {'admin' if admin else 'user'} {name!r}; API token (shown once):")
+    # The note goes to stderr, so `TOKEN=$(skillhive admin create-user ...)` captures the token.
+    typer.echo(
+        f"created {'admin' if admin else 'user'} {name!r}; API token (shown once):", err=True
+    )
     typer.echo(secret)
 
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import types
 from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
-from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic import Field, SecretStr, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from chat_shell.net.egress import EgressPolicy
@@ -141,11 +142,26 @@ class Settings(BaseSettings):
         """The egress policy of tenant-chosen endpoints (`chat_shell.net`)."""
         return EgressPolicy(allow=tuple(self.egress_allow), deny=tuple(self.egress_deny))
 
+    @field_validator("*", mode="before")
+    @classmethod
+    def _empty_means_unset(cls, value: Any, info: ValidationInfo) -> Any:
+        """An optional setting given as "" (compose's `${VAR:-}`, `VAR=` in a file) is unset:
+        an empty URL, key or path has no other sensible meaning."""
+        if isinstance(value, str) and not value.strip() and _is_optional(info.field_name):
+            return None
+        return value
+
     @property
     def effective_database_url(self) -> str:
         if self.database_url:
             return self.database_url
         return f"sqlite+aiosqlite:///{(self.data_dir / 'skillhive.db').resolve()}"
+
+
+def _is_optional(field_name: str | None) -> bool:
+    field = Settings.model_fields.get(field_name or "")
+    annotation = field.annotation if field is not None else None
+    return get_origin(annotation) in (Union, types.UnionType) and type(None) in get_args(annotation)
 
 
 def unknown_env_variables(environ: Mapping[str, str] | None = None) -> list[str]:

@@ -36,6 +36,7 @@ from backend.chat.stream import (
 from backend.chat.turns import TurnRunner
 from backend.config import Settings
 from backend.db.engine import create_engine, create_sessionmaker
+from backend.heartbeat import heartbeat_path, keep_beating
 from backend.redis_client import create_redis
 from backend.secrets.cipher import load_cipher
 from backend.ws.rooms import SocketIOFrontendChannel, SocketIOSink
@@ -305,11 +306,16 @@ async def serve(settings: Settings, *, model: BaseChatModel | None = None) -> No
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, worker.stop)
+    beats: asyncio.Task[None] | None = None
     try:
         await registry.start()
+        beats = asyncio.create_task(keep_beating(redis, heartbeat_path(settings)))
         log.info("worker %s ready (concurrency %d)", worker.consumer, settings.worker_concurrency)
         await worker.run()
     finally:
+        if beats is not None:
+            beats.cancel()
+            await asyncio.gather(beats, return_exceptions=True)
         await registry.aclose()
         await redis.aclose()
         await engine.dispose()

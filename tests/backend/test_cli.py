@@ -44,7 +44,8 @@ def test_migrate_then_create_user_and_token(cli_env: Path) -> None:
     assert (cli_env / "skillhive.db").is_file()
     created = runner.invoke(app, ["admin", "create-user", "ada", "--admin"])
     assert created.exit_code == 0, created.output
-    assert created.output.splitlines()[-1].startswith("shk_")
+    assert created.stdout.strip().startswith("shk_")  # only the token: TOKEN=$(...) works
+    assert "created admin 'ada'" in created.stderr
     token = runner.invoke(app, ["admin", "create-token", "ada"])
     assert token.exit_code == 0 and token.output.strip().startswith("shk_")
     assert token.output.strip() != created.output.splitlines()[-1]

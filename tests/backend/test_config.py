@@ -6,8 +6,12 @@ import re
 from pathlib import Path
 
 import pytest
+from langchain_openai import ChatOpenAI
+from pydantic import ValidationError
 
+from backend.chat.builder import model_settings
 from backend.config import NON_SERVER_VARIABLES, Settings, unknown_env_variables
+from chat_shell.models import create_chat_model
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -39,3 +43,33 @@ def test_docs_list_exactly_the_settings() -> None:
     doc = (ROOT / "docs" / "configuration.md").read_text()
     documented = set(re.findall(r"`(SKILLHIVE_[A-Z0-9_]+)`", doc)) - NON_SERVER_VARIABLES
     assert documented == {f"SKILLHIVE_{name.upper()}" for name in Settings.model_fields}
+
+
+OPTIONAL_FIELDS = [name for name, field in Settings.model_fields.items() if field.default is None]
+
+
+@pytest.mark.parametrize("name", OPTIONAL_FIELDS)
+def test_an_empty_optional_setting_counts_as_unset(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(f"SKILLHIVE_{name.upper()}", "")
+    assert getattr(Settings(), name) is None
+
+
+def test_empty_openai_variables_leave_the_client_on_its_defaults(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # What compose's `${SKILLHIVE_OPENAI_BASE_URL:-}` used to pass: the client got base URL ''.
+    monkeypatch.setenv("SKILLHIVE_OPENAI_BASE_URL", "")
+    monkeypatch.setenv("SKILLHIVE_OPENAI_API_KEY", " ")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-from-the-environment")
+    model = model_settings({"name": "gpt-test"}, Settings(), {})
+    assert model.base_url is None and model.api_key is None
+    client = create_chat_model(model)
+    assert isinstance(client, ChatOpenAI) and client.openai_api_base is None
+
+
+def test_an_empty_required_setting_is_still_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SKILLHIVE_PORT", "")
+    with pytest.raises(ValidationError, match="port"):
+        Settings()
