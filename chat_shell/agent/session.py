@@ -30,7 +30,11 @@ from chat_shell.errors import InvalidTurnRequest
 from chat_shell.offline import estimate_tokens
 from chat_shell.ports import FrontendChannel, PackageSource
 from chat_shell.skills.active import ActiveSkills, last_loaded_records
-from chat_shell.skills.prompt import render_stable_prompt, render_system_prompt
+from chat_shell.skills.prompt import (
+    EMPTY_LOADED_BLOCK,
+    render_stable_prompt,
+    render_system_prompt,
+)
 from chat_shell.skills.provider import ProviderContext
 from chat_shell.skills.registry import ProviderRegistry
 from chat_shell.skills.toolset import create_provider_tools
@@ -39,7 +43,7 @@ from chat_shell.tools.mcp import McpServerConfig, McpSessionPool
 from chat_shell.tools.pending.base import PendingRequestRegistry
 
 Emit = Callable[[Event], None]
-_BLOCK_OVERHEAD = estimate_tokens('<skill name="">\n\n</skill>\n')
+_BLOCK_OVERHEAD = estimate_tokens(EMPTY_LOADED_BLOCK + "\n\n")
 
 
 @dataclass(frozen=True)
