@@ -127,6 +127,9 @@ class TurnRequest(_Model):
     # when history is windowed, or retention would be computed from the window.
     turn_index: int | None = Field(default=None, ge=0)
     context: SubstitutionContext = Field(default_factory=SubstitutionContext)
+    # Non-fatal problems the caller found while building the request (e.g. a preloaded skill
+    # that is disabled, `skill_disabled`); yielded as they are right after `start`.
+    notices: list[SkillErrorEvent] = Field(default_factory=list)
 
 
 class Usage(_Model):
@@ -162,7 +165,7 @@ class SkillLoadedEvent(_Model):
 
 
 class SkillErrorEvent(_Model):
-    """A skill's provider or tool could not be set up; the skill runs without it."""
+    """A skill, its provider or a tool could not be set up; the turn goes on without it."""
 
     type: Literal["skill_error"] = "skill_error"
     skill: str
@@ -217,3 +220,4 @@ Event = Annotated[
     Field(discriminator="type"),
 ]
 EventAdapter: TypeAdapter[Event] = TypeAdapter(Event)
+TurnRequest.model_rebuild()  # `notices` refers to an event model defined below it

@@ -19,6 +19,7 @@ from backend.errors import InvalidRequest
 from chat_shell.contracts import (
     HistoryMessage,
     ModelSettings,
+    SkillErrorEvent,
     SkillSpec,
     SubstitutionContext,
     TurnRequest,
@@ -130,10 +131,29 @@ def needs_secrets(
     return any(SECRET_MARKER in json.dumps(c) for c in configs if c)
 
 
+def _enabled(crd: Mapping[str, Any]) -> bool:
+    return bool(crd["status"].get("enabled", True))
+
+
+def disabled_preloads(preloads: Sequence[str], skills: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The preloaded skills left out of the turn because they are disabled."""
+    disabled = {s["metadata"]["name"] for s in skills if _binds_chat(s) and not _enabled(s)}
+    return [n for n in preloads if n in disabled]
+
+
+def disabled_notice(name: str) -> SkillErrorEvent:
+    return SkillErrorEvent(
+        skill=name,
+        code="skill_disabled",
+        message=f"the preloaded skill {name!r} is disabled; this turn runs without it",
+    )
+
+
 def build_turn_request(inputs: TurnInputs, settings: Settings) -> TurnRequest:
     spec = inputs.ghost["spec"]
-    usable = [s for s in inputs.skills if _binds_chat(s) and s["status"].get("enabled", True)]
+    usable = [s for s in inputs.skills if _binds_chat(s) and _enabled(s)]
     names = {s["metadata"]["name"] for s in usable}
+    preloads = spec.get("preload_skills", [])
     retention = spec.get("retentionTurns")
     return TurnRequest(
         conversation_id=inputs.conversation_id,
@@ -141,7 +161,7 @@ def build_turn_request(inputs: TurnInputs, settings: Settings) -> TurnRequest:
         system_prompt=spec.get("systemPrompt", ""),
         model=model_settings(spec.get("model") or {}, settings, inputs.secrets),
         skills=[skill_spec(s) for s in usable],
-        preload_skills=[n for n in spec.get("preload_skills", []) if n in names],
+        preload_skills=[n for n in preloads if n in names],
         mcp_servers=ghost_servers(inputs, settings),
         history=history(inputs.history),
         user_message=inputs.user_message,
@@ -151,4 +171,5 @@ def build_turn_request(inputs: TurnInputs, settings: Settings) -> TurnRequest:
             user=UserRef(id=inputs.user_id, name=inputs.user_name),
             secrets={k: SecretStr(v) for k, v in inputs.secrets.items()},
         ),
+        notices=[disabled_notice(n) for n in disabled_preloads(preloads, inputs.skills)],
     )

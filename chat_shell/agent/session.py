@@ -114,6 +114,8 @@ class TurnSession:
         self.usage = Usage()
         self.tool_calls: list[ToolCallRecord] = []
         self.final_text = ""
+        for notice in request.notices:
+            self.emit(notice)
 
     def emit(self, event: Event) -> None:
         """Report an event: straight into the graph's stream once it runs, else held back."""
