@@ -46,7 +46,7 @@ def serve(
         host=host or settings.host,
         port=port or settings.port,
         workers=workers,
-        log_config=logging_dict(settings.log_level),
+        log_config=logging_dict(settings.log_level, settings.log_levels),
         proxy_headers=True,
     )
 
@@ -77,7 +77,7 @@ def worker(
 
     if concurrency is not None:
         settings = settings.model_copy(update={"worker_concurrency": concurrency})
-    configure_logging(settings.log_level)
+    configure_logging(settings.log_level, settings.log_levels)
     asyncio.run(serve_worker(settings))
 
 
@@ -99,7 +99,7 @@ def migrate() -> None:
     from backend.db.migrate import upgrade
 
     settings = get_settings()
-    configure_logging(settings.log_level)
+    configure_logging(settings.log_level, settings.log_levels)
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     upgrade(settings.effective_database_url)
     typer.echo("database is at the newest revision")

@@ -38,6 +38,11 @@ class Settings(BaseSettings):
     port: int = Field(8000, ge=1, le=65535, description="Port `skillhive serve` binds.")
     data_dir: Path = Field(Path("data"), description="Where the embedded SQLite file lives.")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("INFO")
+    log_levels: dict[str, Literal["DEBUG", "INFO", "WARNING", "ERROR"]] = Field(
+        default_factory=dict,
+        description="JSON map logger -> level; other libraries' loggers stay at WARNING "
+        "(they may log secrets or message content).",
+    )
     cors_origins: list[str] = Field(
         default_factory=list,
         description="Browser origins allowed to open Socket.IO connections (JSON list); "

@@ -1,11 +1,60 @@
-"""Logging set-up shared by every process (handed to uvicorn so each worker applies it)."""
+"""Logging set-up shared by every process (handed to uvicorn so each worker applies it).
+
+`SKILLHIVE_LOG_LEVEL` sets Skillhive's own loggers. Every other logger stays at WARNING or
+quieter: libraries log URLs with their query (MCP clients, uvicorn's WebSocket lines), request
+and response bodies (openai, httpcore), SQL parameters (sqlalchemy.engine) or message content
+at DEBUG and INFO, and secrets must never reach a log (DESIGN.md §5). An operator who needs one
+of them names it in `SKILLHIVE_LOG_LEVELS`, knowing what it prints.
+"""
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Mapping
 from typing import Any
 
+OWN_LOGGERS = ("skillhive", "backend", "chat_shell")
+THIRD_PARTY_LEVEL = "WARNING"
 
-def logging_dict(level: str) -> dict[str, Any]:
+# Known to print secrets or content below WARNING. The root level already keeps them quiet; they
+# are also set explicitly, so a library that lowers its own logger's level cannot undo it.
+NOISY_LOGGERS = (
+    "aiosqlite",
+    "anyio",
+    "asyncio",
+    "engineio",
+    "httpcore",
+    "httpx",
+    "langchain",
+    "langchain_core",
+    "langchain_mcp_adapters",
+    "langchain_openai",
+    "langgraph",
+    "mcp",
+    "openai",
+    "psycopg",
+    "redis",
+    "socketio",
+    "sqlalchemy",
+    "urllib3",
+    "uvicorn",
+    "uvicorn.access",  # our access log replaces it (it would log query strings)
+    "uvicorn.error",
+    "websockets",
+)
+
+
+def _quieter(level: str, floor: str) -> str:
+    return level if logging.getLevelName(level) >= logging.getLevelName(floor) else floor
+
+
+def logging_dict(level: str, overrides: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """`level` for our loggers, WARNING (or `level` if quieter) for the rest, then `overrides`
+    (logger name -> level) exactly as the operator gave them."""
+    third_party = {"level": _quieter(level, THIRD_PARTY_LEVEL)}
+    loggers: dict[str, dict[str, Any]] = {name: dict(third_party) for name in NOISY_LOGGERS}
+    loggers.update({name: {"level": level} for name in OWN_LOGGERS})
+    loggers.update({name: {"level": value} for name, value in (overrides or {}).items()})
     return {
         "version": 1,
         "disable_existing_loggers": False,
@@ -15,16 +64,12 @@ def logging_dict(level: str) -> dict[str, Any]:
         "handlers": {
             "stderr": {"class": "logging.StreamHandler", "formatter": "plain"},
         },
-        "root": {"handlers": ["stderr"], "level": level},
-        "loggers": {
-            # Our access log replaces uvicorn's (which would log query strings).
-            "uvicorn.access": {"level": "WARNING"},
-            "httpx": {"level": "WARNING"},
-        },
+        "root": {"handlers": ["stderr"], **third_party},
+        "loggers": loggers,
     }
 
 
-def configure_logging(level: str) -> None:
+def configure_logging(level: str, overrides: Mapping[str, str] | None = None) -> None:
     import logging.config
 
-    logging.config.dictConfig(logging_dict(level))
+    logging.config.dictConfig(logging_dict(level, overrides))

@@ -133,6 +133,9 @@ class TurnRequest(_Model):
     context: SubstitutionContext = Field(default_factory=SubstitutionContext)
     # Where tenant-chosen endpoints (untrusted model and MCP servers) may connect.
     egress: EgressPolicy = Field(default_factory=EgressPolicy)
+    # Non-fatal problems the caller found while building the request (e.g. a preloaded skill
+    # that is disabled, `skill_disabled`); yielded as they are right after `start`.
+    notices: list[SkillErrorEvent] = Field(default_factory=list)
 
 
 class Usage(_Model):
@@ -168,7 +171,7 @@ class SkillLoadedEvent(_Model):
 
 
 class SkillErrorEvent(_Model):
-    """A skill's provider or tool could not be set up; the skill runs without it."""
+    """A skill, its provider or a tool could not be set up; the turn goes on without it."""
 
     type: Literal["skill_error"] = "skill_error"
     skill: str
@@ -223,3 +226,4 @@ Event = Annotated[
     Field(discriminator="type"),
 ]
 EventAdapter: TypeAdapter[Event] = TypeAdapter(Event)
+TurnRequest.model_rebuild()  # `notices` refers to an event model defined below it

@@ -19,6 +19,7 @@ from backend.errors import InvalidRequest
 from chat_shell.contracts import (
     HistoryMessage,
     ModelSettings,
+    SkillErrorEvent,
     SkillSpec,
     SubstitutionContext,
     TurnRequest,
@@ -157,10 +158,29 @@ def needs_secrets(
     return any(SECRET_MARKER in json.dumps(c) for c in configs if c)
 
 
+def _enabled(crd: Mapping[str, Any]) -> bool:
+    return bool(crd["status"].get("enabled", True))
+
+
+def disabled_preloads(preloads: Sequence[str], skills: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The preloaded skills left out of the turn because they are disabled."""
+    disabled = {s["metadata"]["name"] for s in skills if _binds_chat(s) and not _enabled(s)}
+    return [n for n in preloads if n in disabled]
+
+
+def disabled_notice(name: str) -> SkillErrorEvent:
+    return SkillErrorEvent(
+        skill=name,
+        code="skill_disabled",
+        message=f"the preloaded skill {name!r} is disabled; this turn runs without it",
+    )
+
+
 def build_turn_request(inputs: TurnInputs, settings: Settings) -> TurnRequest:
     spec = inputs.ghost["spec"]
-    usable = [s for s in inputs.skills if _binds_chat(s) and s["status"].get("enabled", True)]
+    usable = [s for s in inputs.skills if _binds_chat(s) and _enabled(s)]
     names = {s["metadata"]["name"] for s in usable}
+    preloads = spec.get("preload_skills", [])
     retention = spec.get("retentionTurns")
     return TurnRequest(
         conversation_id=inputs.conversation_id,
@@ -173,7 +193,7 @@ def build_turn_request(inputs: TurnInputs, settings: Settings) -> TurnRequest:
             ghost_is_public=inputs.ghost_is_public,
         ),
         skills=[skill_spec(s) for s in usable],
-        preload_skills=[n for n in spec.get("preload_skills", []) if n in names],
+        preload_skills=[n for n in preloads if n in names],
         mcp_servers=ghost_servers(inputs, settings),
         history=history(inputs.history),
         user_message=inputs.user_message,
@@ -184,4 +204,5 @@ def build_turn_request(inputs: TurnInputs, settings: Settings) -> TurnRequest:
             secrets={k: SecretStr(v) for k, v in inputs.secrets.items()},
         ),
         egress=settings.egress,
+        notices=[disabled_notice(n) for n in disabled_preloads(preloads, inputs.skills)],
     )

@@ -30,16 +30,20 @@ from chat_shell.errors import InvalidTurnRequest
 from chat_shell.offline import estimate_tokens
 from chat_shell.ports import FrontendChannel, PackageSource
 from chat_shell.skills.active import ActiveSkills, last_loaded_records
-from chat_shell.skills.prompt import render_stable_prompt, render_system_prompt
+from chat_shell.skills.prompt import (
+    EMPTY_LOADED_BLOCK,
+    render_stable_prompt,
+    render_system_prompt,
+)
 from chat_shell.skills.provider import ProviderContext
 from chat_shell.skills.registry import ProviderRegistry
 from chat_shell.skills.toolset import create_provider_tools
 from chat_shell.tools.builtin.load_skill import LOAD_SKILL, load_skill_schema
-from chat_shell.tools.mcp import McpServerConfig, McpSessionPool
+from chat_shell.tools.mcp import GHOST_SCOPE, McpServerConfig, McpSessionPool
 from chat_shell.tools.pending.base import PendingRequestRegistry
 
 Emit = Callable[[Event], None]
-_BLOCK_OVERHEAD = estimate_tokens('<skill name="">\n\n</skill>\n')
+_BLOCK_OVERHEAD = estimate_tokens(EMPTY_LOADED_BLOCK + "\n\n")
 
 
 @dataclass(frozen=True)
@@ -110,6 +114,8 @@ class TurnSession:
         self.usage = Usage()
         self.tool_calls: list[ToolCallRecord] = []
         self.final_text = ""
+        for notice in request.notices:
+            self.emit(notice)
 
     def emit(self, event: Event) -> None:
         """Report an event: straight into the graph's stream once it runs, else held back."""
@@ -149,8 +155,13 @@ class TurnSession:
         return self._prompt_cache[1]
 
     def visible_tools(self) -> list[BaseTool]:
-        """load_skill and the Ghost's tools, then the tools of active skills (first name wins)."""
-        tools = {t.name: t for t in self._base_tools}
+        """load_skill and the Ghost's tools, then the tools of active skills (first name wins).
+
+        MCP precedence skill > Ghost: while a skill is active, the Ghost's server of the same name
+        as one of the skill's is replaced by the skill's (its tools are hidden).
+        """
+        hidden = {id(t) for t in self._shadowed_ghost_tools()}
+        tools = {t.name: t for t in self._base_tools if id(t) not in hidden}
         for name in self.active.names():
             for tool in self._ready_tools(name):
                 tools.setdefault(tool.name, tool)
@@ -196,7 +207,9 @@ class TurnSession:
         )
         for error in errors:
             self.emit(error)
-        tools += await self._connect_mcp(_skill_servers(skill), reserved={t.name for t in tools})
+        tools += await self._connect_mcp(
+            _skill_servers(skill), scope=name, reserved={t.name for t in tools}
+        )
         self._tool_skill.update((t.name, name) for t in tools)
         return tools
 
@@ -223,17 +236,29 @@ class TurnSession:
             tool_calls=self.tool_calls,
         )
 
+    def _shadowed_ghost_tools(self) -> list[BaseTool]:
+        if self._pool is None:
+            return []
+        servers = {n for s in self.active.names() for n in self.skills[s].mcp_servers}
+        return self._pool.shadowed(servers) if servers else []
+
     async def _connect_mcp(
-        self, servers: dict[str, McpServerConfig], reserved: set[str] | None = None
+        self,
+        servers: dict[str, McpServerConfig],
+        *,
+        scope: str = GHOST_SCOPE,
+        reserved: set[str] | None = None,
     ) -> list[BaseTool]:
         if not servers:
             return []
         if self._pool is None:  # only turns that use MCP pay for a pool
             pool = McpSessionPool(egress=self.request.egress)
             self._pool = await self._stack.enter_async_context(pool)
-        taken = {t.name for t in self.visible_tools()} | (reserved or set())
+        # The pool knows its own names (and which of them a skill's servers may take over).
+        pooled = {id(t) for t in self._pool.tools}
+        taken = {t.name for t in self.visible_tools() if id(t) not in pooled} | (reserved or set())
         tools, failures = await self._pool.connect(
-            servers, substitution_values(self.request), reserved_names=taken
+            servers, substitution_values(self.request), scope=scope, reserved_names=taken
         )
         for failure in failures:
             self.emit(

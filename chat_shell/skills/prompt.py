@@ -1,31 +1,46 @@
 """System prompt assembly: the Ghost's prompt, the skill catalog, then the loaded skills.
 
 The first two parts are stable for a whole conversation (sorted, deterministic), so providers'
-prefix caching keeps working; loaded skills come after them. Everything that comes from a skill is
-XML-escaped inside its own tags, so a hostile description cannot close a tag and speak as system.
+prefix caching keeps working; loaded skills come after them.
+
+Catalog text (names, descriptions) is XML-escaped inside its tags, so a hostile description
+cannot close a tag and speak as system. Loaded bodies go in verbatim (code samples must survive)
+between fence lines that carry a *fence id* the body does not contain (DESIGN.md §5): a body can
+write any tag it likes, but never the line that ends its own block. The id is derived from the
+body, so a loaded block is byte-identical on every turn (cache-friendly), and re-derived until it
+does not occur in the body.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from xml.sax.saxutils import escape, unescape
 
 from chat_shell.contracts import SkillSpec
 
 LOAD_SKILL_TOOL = "load_skill"
+LOADED_TAG = "skill_instructions"
+FENCE_CHARS = 12
 
 _CATALOG_INTRO = (
     "You have skills: packaged instructions (and sometimes tools) for specific tasks. Only their "
     "names and descriptions are listed below. When a request matches a skill's description, call "
     f"`{LOAD_SKILL_TOOL}` with its name before doing the task; its full instructions then appear "
-    "at the end of this prompt inside <skill> tags and its tools become available."
+    "at the end of this prompt and its tools become available. Loaded instructions start at a "
+    f'line <{LOADED_TAG} name="NAME" fence="ID"> and end only at the line '
+    f'</{LOADED_TAG} fence="ID"> with the same ID; everything between is that skill\'s text, '
+    "verbatim, even where it looks like tags."
 )
 
 _CATALOG_ENTRY = re.compile(
     r"<skill><name>(?P<name>[^<]*)</name><description>(?P<description>[^<]*)</description></skill>"
 )
-_LOADED_ENTRY = re.compile(r'<skill name="(?P<name>[^"]*)">')
+_LOADED_OPEN = re.compile(
+    rf'^<{LOADED_TAG} name="(?P<name>[^"]*)" fence="(?P<fence>[0-9a-f]{{{FENCE_CHARS}}})">$',
+    re.MULTILINE,
+)
 
 
 def _attr(value: str) -> str:
@@ -49,15 +64,37 @@ def render_stable_prompt(system_prompt: str, skills: Sequence[SkillSpec]) -> str
     return "\n\n".join(parts)
 
 
+def _candidate_fences(body: str) -> Iterator[str]:
+    """Fence ids for `body`, deterministic: the same body gets the same id on every turn."""
+    digest = hashlib.sha256(body.encode("utf-8", "surrogatepass")).digest()
+    while True:
+        yield digest.hex()[:FENCE_CHARS]
+        digest = hashlib.sha256(digest).digest()
+
+
+def choose_fence(body: str) -> str:
+    """The first candidate id that does not occur in `body` (so the body cannot close itself)."""
+    return next(f for f in _candidate_fences(body) if f not in body)
+
+
+def _block(name: str, fence: str, body: str) -> str:
+    open_line = f'<{LOADED_TAG} name="{_attr(name)}" fence="{fence}">'
+    return f'{open_line}\n{body}\n</{LOADED_TAG} fence="{fence}">'
+
+
+# The wrapper around a body, for token estimates (the name and body are counted separately).
+EMPTY_LOADED_BLOCK = _block("", "0" * FENCE_CHARS, "")
+
+
 def render_loaded_skill(skill: SkillSpec) -> str:
-    return f'<skill name="{_attr(skill.name)}">\n{escape(skill.prompt.strip())}\n</skill>'
+    body = skill.prompt.strip()
+    return _block(skill.name, choose_fence(body), body)
 
 
 def render_system_prompt(stable: str, loaded: Sequence[SkillSpec]) -> str:
     if not loaded:
         return stable
-    block = "\n".join(render_loaded_skill(s) for s in loaded)
-    return f"{stable}\n\n<loaded_skills>\n{block}\n</loaded_skills>"
+    return "\n\n".join([stable, *(render_loaded_skill(s) for s in loaded)])
 
 
 def parse_catalog(prompt: str) -> dict[str, str]:
@@ -68,6 +105,19 @@ def parse_catalog(prompt: str) -> dict[str, str]:
 
 
 def parse_loaded_names(prompt: str) -> list[str]:
-    """Names of the skills whose instructions a rendered prompt carries."""
-    _, _, loaded = prompt.rpartition("<loaded_skills>")
-    return [unescape(m["name"], {"&quot;": '"'}) for m in _LOADED_ENTRY.finditer(loaded)]
+    """Names of the skills whose instructions a rendered prompt carries.
+
+    Reads block by block, from each opening line to its own closing fence, so whatever a body
+    says (fake openings, closings, other fences) is skipped as the body it is.
+    """
+    names: list[str] = []
+    position = 0
+    while match := _LOADED_OPEN.search(prompt, position):
+        closing = f'\n</{LOADED_TAG} fence="{match["fence"]}">'
+        end = prompt.find(closing, match.end())
+        if end < 0:
+            position = match.end()
+            continue
+        names.append(unescape(match["name"], {"&quot;": '"'}))
+        position = end + len(closing)
+    return names

@@ -95,8 +95,8 @@ async def test_a_turn_through_chat_openai_streams_tokens_and_runs_tool_calls(
         "pdf",
     ]
     assert first["messages"][0]["role"] == "system"
-    assert '<skill name="pdf">' not in first["messages"][0]["content"]
-    assert '<skill name="pdf">' in second["messages"][0]["content"]
+    assert '<skill_instructions name="pdf"' not in first["messages"][0]["content"]
+    assert '<skill_instructions name="pdf"' in second["messages"][0]["content"]
     assert [m["role"] for m in second["messages"]] == ["system", "user", "assistant", "tool"]
     assert second["messages"][2]["tool_calls"][0]["function"]["name"] == "load_skill"
     assert openai_server.headers[0]["authorization"] == "Bearer sk-test"

@@ -20,7 +20,7 @@ from langchain_core.tools import BaseTool, StructuredTool, ToolException
 
 from chat_shell.contracts import Event, SkillLoadedEvent
 from chat_shell.skills.active import ActiveSkills
-from chat_shell.skills.prompt import LOAD_SKILL_TOOL
+from chat_shell.skills.prompt import LOAD_SKILL_TOOL, LOADED_TAG
 
 DESCRIPTION = (
     "Load a skill from <available_skills> by its exact name. Its full instructions appear in the "
@@ -71,8 +71,8 @@ async def load_skill(host: SkillHost, skill_name: str) -> str:
     evicted = host.active.load(skill_name)
     host.emit(SkillLoadedEvent(name=skill_name))
     text = (
-        f"Skill {skill_name!r} loaded: its instructions are now in the system prompt inside "
-        f'<skill name="{skill_name}">. Follow them.'
+        f"Skill {skill_name!r} loaded: its instructions are now in the system prompt, in its "
+        f"<{LOADED_TAG}> block. Follow them."
     )
     if tool_names:
         text += f" Its tools are now available: {', '.join(tool_names)}."

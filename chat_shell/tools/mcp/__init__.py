@@ -18,8 +18,11 @@ Rules:
   returns an error ToolMessage whose text starts with `[mcp_tool_timeout]`, `[mcp_tool_failed]`
   or `[mcp_server_disconnected]`. Known secret values are masked in both; an HTTP server's
   answer and URL never appear (status code only, the body goes to the log).
-- Merging replaces whole entries by name (skill > Ghost > global). Tool names clash ->
-  `<server>_<tool>` (see `McpSessionPool`).
+- Merging replaces whole entries by name (skill > Ghost > global). In a turn the global and Ghost
+  servers connect in `GHOST_SCOPE` and a loaded skill's in its own scope
+  (`pool.connect(servers, context, scope=skill)`), so a skill's server serves that skill's tools
+  even when the Ghost has a server of the same name; the caller hides the replaced Ghost tools
+  (`pool.shadowed(names)`) while the skill is active. Tool names clash -> `<server>_<tool>`.
 """
 
 from chat_shell.tools.mcp.config import (
@@ -43,9 +46,10 @@ from chat_shell.tools.mcp.placeholders import (
     substitute_placeholders,
     validate_placeholders,
 )
-from chat_shell.tools.mcp.pool import McpFailure, McpSessionPool
+from chat_shell.tools.mcp.pool import GHOST_SCOPE, McpFailure, McpSessionPool
 
 __all__ = [
+    "GHOST_SCOPE",
     "KNOWN_PLACEHOLDER_ROOTS",
     "McpConfigError",
     "McpError",

@@ -20,6 +20,9 @@ from chat_shell.tools.mcp.session import ServerSession, egress_applies
 _NOT_IN_NAME = re.compile(r"[^A-Za-z0-9_-]")
 _MAX_NAME = 64  # what OpenAI-style function calling accepts: ^[A-Za-z0-9_-]{1,64}$
 
+GHOST_SCOPE = ""  # the turn's own servers (global and Ghost, merged); a skill's scope is its name
+_Key = tuple[str, str]  # (scope, server name)
+
 
 @dataclass(frozen=True)
 class McpFailure:
@@ -37,11 +40,16 @@ def _clean(name: str) -> str:
 class McpSessionPool:
     """The MCP sessions of one turn; use it as an async context manager around the turn.
 
-    Each server gets one session, reused by every call of its tools until the pool closes (on
-    exit, including cancellation). Tool names are the servers' own (characters outside
-    `[A-Za-z0-9_-]` become `_`); a name already taken (by an earlier server, another server in
-    the same batch, or `reserved_names`) becomes `<server>_<tool>` for every server that brings
-    it in that batch, so names once handed out never change within the turn.
+    Servers are connected per scope: the Ghost's (`GHOST_SCOPE`, global and Ghost servers
+    already merged) and each skill's (its name). Each (scope, server) gets one session, reused by
+    every call of its tools until the pool closes (on exit, including cancellation).
+
+    Tool names are the servers' own (characters outside `[A-Za-z0-9_-]` become `_`); a name
+    already taken (by an earlier server, another server in the same batch, or `reserved_names`)
+    becomes `<server>_<tool>` for every server that brings it in that batch, so names once handed
+    out never change within the turn. Precedence skill > Ghost: a skill's server replaces the
+    Ghost's server of the same name, so its tools may take the names of that server's tools
+    (the caller shows one or the other, see `shadowed`).
     """
 
     def __init__(
@@ -57,9 +65,9 @@ class McpSessionPool:
         self._connect_timeout_s = connect_timeout_s
         self._call_timeout_s = call_timeout_s
         self._close_timeout_s = close_timeout_s
-        self._sessions: dict[str, ServerSession] = {}
-        self._tools: dict[str, list[BaseTool]] = {}
-        self._failed: dict[str, McpServerConfig] = {}
+        self._sessions: dict[_Key, ServerSession] = {}
+        self._tools: dict[_Key, list[BaseTool]] = {}
+        self._failed: dict[_Key, McpServerConfig] = {}
         self._failures: list[McpFailure] = []
         self._closed = False
         # Parallel load_skill calls may bring the same server: serialize so the second
@@ -88,44 +96,51 @@ class McpSessionPool:
         """Every failure reported so far this turn."""
         return list(self._failures)
 
+    def shadowed(self, server_names: Collection[str]) -> list[BaseTool]:
+        """The Ghost-scope tools that a skill declaring `server_names` replaces."""
+        return [t for n in server_names for t in self._tools.get((GHOST_SCOPE, n), [])]
+
     async def connect(
         self,
         servers: Mapping[str, McpServerConfig],
         context: Mapping[str, Any],
         *,
+        scope: str = GHOST_SCOPE,
         reserved_names: Collection[str] = (),
     ) -> tuple[list[BaseTool], list[McpFailure]]:
-        """Connect the servers not connected yet, in parallel, each within its timeout.
+        """Connect the servers of `scope` not connected yet, in parallel, each within its timeout.
 
         Returns the tools of every requested server that is connected (including ones connected
         by an earlier call) and the failures of this call. A server that failed earlier with the
-        same config is not retried this turn; a connected name asked for with a different
-        config is a `mcp_server_conflict` failure (the live session is kept).
+        same config is not retried this turn; a name connected in the same scope with a
+        different config is a `mcp_server_conflict` failure (the live session is kept).
         """
         async with self._connecting:
-            return await self._connect(servers, context, reserved_names)
+            return await self._connect(servers, context, scope, reserved_names)
 
     async def _connect(
         self,
         servers: Mapping[str, McpServerConfig],
         context: Mapping[str, Any],
+        scope: str,
         reserved_names: Collection[str],
     ) -> tuple[list[BaseTool], list[McpFailure]]:
         if self._closed:
             raise McpError("the MCP session pool is closed", code="mcp_pool_closed")
         failures: list[McpFailure] = []
-        started: list[ServerSession] = []
+        started: list[tuple[_Key, ServerSession]] = []
         conflicts: set[str] = set()
         for name, config in servers.items():
-            if self._failed.get(name) == config:
+            key = (scope, name)
+            if self._failed.get(key) == config:
                 continue
             try:
                 check_stdio_allowed(name, config)
                 resolved = substitute_placeholders(config, context)
             except McpError as exc:
-                failures.append(self._fail(name, config, exc.code, exc.message))
+                failures.append(self._fail(key, config, exc.code, exc.message))
                 continue
-            existing = self._sessions.get(name)
+            existing = self._sessions.get(key)
             if existing is None:
                 session = ServerSession(
                     name,
@@ -135,8 +150,8 @@ class McpSessionPool:
                     egress=self._egress if egress_applies(config) else None,
                 )
                 self.sessions_opened += 1
-                self._sessions[name] = session
-                started.append(session)
+                self._sessions[key] = session
+                started.append((key, session))
             elif existing.config != resolved:
                 message = f"MCP server {name!r} is already connected with another config"
                 failures.append(McpFailure(name, SERVER_CONFLICT, message))
@@ -144,38 +159,49 @@ class McpSessionPool:
                 conflicts.add(name)
 
         outcomes = await asyncio.gather(
-            *(s.wait_ready(s.config.timeout or self._connect_timeout_s) for s in started)
+            *(s.wait_ready(s.config.timeout or self._connect_timeout_s) for _, s in started)
         )
-        connected: list[ServerSession] = []
-        for session, outcome in zip(started, outcomes, strict=True):
+        connected: list[tuple[_Key, ServerSession]] = []
+        for (key, session), outcome in zip(started, outcomes, strict=True):
             if outcome is None:
-                connected.append(session)
+                connected.append((key, session))
                 continue
-            del self._sessions[session.name]
-            failures.append(self._fail(session.name, servers[session.name], *outcome))
-        self._name_tools(connected, reserved_names)
+            del self._sessions[key]
+            failures.append(self._fail(key, servers[key[1]], *outcome))
+        # Precedence: the Ghost's servers this scope replaces give their tool names up to it.
+        replaced = {(GHOST_SCOPE, n) for n in servers} if scope != GHOST_SCOPE else set()
+        self._name_tools(connected, reserved_names, replaced)
 
         tools = [
             tool
             for name in servers
-            if name in self._tools and name not in conflicts
-            for tool in self._tools[name]
+            if (scope, name) in self._tools and name not in conflicts
+            for tool in self._tools[(scope, name)]
         ]
         return tools, failures
 
-    def _fail(self, name: str, config: McpServerConfig, code: str, message: str) -> McpFailure:
-        failure = McpFailure(name, code, message)
-        self._failed[name] = config
+    def _fail(self, key: _Key, config: McpServerConfig, code: str, message: str) -> McpFailure:
+        failure = McpFailure(key[1], code, message)
+        self._failed[key] = config
         self._failures.append(failure)
         return failure
 
-    def _name_tools(self, connected: list[ServerSession], reserved: Collection[str]) -> None:
-        taken = set(reserved) | {t.name for t in self.tools}
+    def _name_tools(
+        self,
+        connected: list[tuple[_Key, ServerSession]],
+        reserved: Collection[str],
+        replaced: Collection[_Key],
+    ) -> None:
+        """Name the tools of newly connected sessions; names held only by `replaced` sessions
+        may be reused."""
+        taken = set(reserved) | {
+            t.name for key, tools in self._tools.items() if key not in replaced for t in tools
+        }
         batch: dict[str, int] = {}
-        for session in connected:
+        for _, session in connected:
             for name in {_clean(t.name) for t in session.tools}:
                 batch[name] = batch.get(name, 0) + 1
-        for session in connected:
+        for key, session in connected:
             named: list[BaseTool] = []
             for tool in session.tools:
                 name = _clean(tool.name)
@@ -190,7 +216,7 @@ class McpSessionPool:
                 named.append(
                     tool if unique == tool.name else tool.model_copy(update={"name": unique})
                 )
-            self._tools[session.name] = named
+            self._tools[key] = named
 
     async def aclose(self) -> None:
         """Close every session (idempotent). Stragglers are cancelled after `close_timeout_s`."""

@@ -155,3 +155,42 @@ async def test_a_caller_that_stops_listening_closes_the_mcp_sessions() -> None:
         await stream.aclose()
 
     assert not process_alive(pid)
+
+
+def fixture_with_env(**env: str) -> McpServerConfig:
+    command = {"command": sys.executable, "args": [str(FIXTURE_SERVER), "stdio"], "env": env}
+    return parse_mcp_server(command, trusted=True)
+
+
+async def test_a_skills_own_server_serves_its_tools_over_the_ghosts_server_of_that_name() -> None:
+    ghost = {"fx": fixture_with_env(WHO="ghost")}
+    own = skill("own", public=True, mcp_servers={"fx": fixture_with_env(WHO="skill")})
+    script = [call("get_env", name="WHO"), load("own"), call("get_env", name="WHO"), say("ok")]
+    model = FakeToolChatModel(script=script)
+
+    events = await collect(request(skills=[own], mcp_servers=ghost), model)
+
+    assert tool_texts(model) == ["ghost", tool_texts(model)[1], "skill"]
+    first, _, after = (c.tool_names for c in model.calls[:3])
+    assert sorted(after) == sorted(first)  # the same names, now served by the skill's server
+    assert of_type(events, "mcp_error") == [] and done(events).text == "ok"
+
+
+async def test_the_ghosts_server_is_replaced_even_when_the_skills_server_fails() -> None:
+    dead = parse_mcp_server(
+        {"type": "http", "url": f"http://127.0.0.1:{free_port()}/mcp", "timeout": 10},
+        trusted=True,
+    )
+    own = skill("own", public=True, mcp_servers={"fx": dead})
+    script = [load("own"), call("get_env", name="WHO"), say("ok")]
+    model = FakeToolChatModel(script=script)
+
+    events = await collect(
+        request(skills=[own], mcp_servers={"fx": fixture_with_env(WHO="ghost")}), model
+    )
+
+    assert "get_env" in model.calls[0].tool_names
+    assert model.calls[1].tool_names == ["load_skill"]
+    assert "not available" in tool_texts(model)[-1]
+    (error,) = of_type(events, "mcp_error")
+    assert error.server == "fx" and error.code.startswith("mcp_connect")

@@ -11,7 +11,13 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.tools import BaseTool, StructuredTool
 
 from chat_shell.agent import run_turn
-from chat_shell.contracts import ErrorEvent, Event, HistoryMessage, ToolDeclaration
+from chat_shell.contracts import (
+    ErrorEvent,
+    Event,
+    HistoryMessage,
+    SkillErrorEvent,
+    ToolDeclaration,
+)
 from chat_shell.ports import InMemoryFrontendChannel, InMemoryPackageSource
 from chat_shell.skills import ProviderContext, ProviderRegistry, SkillToolProvider
 from tests.chat_shell.fakes import (
@@ -25,6 +31,16 @@ from tests.chat_shell.fakes import (
     say,
     skill,
 )
+
+
+async def test_the_callers_notices_follow_start_and_the_turn_goes_on() -> None:
+    notice = SkillErrorEvent(skill="gone", code="skill_disabled", message="disabled")
+    model = FakeToolChatModel(script=[say("fine")])
+
+    events = await collect(request(notices=[notice]), model)
+
+    assert [e.type for e in events[:2]] == ["start", "skill_error"] and events[1] == notice
+    assert done(events).text == "fine"
 
 
 async def test_a_turn_starts_streams_real_deltas_and_ends_with_done() -> None:

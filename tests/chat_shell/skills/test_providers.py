@@ -135,7 +135,8 @@ async def test_a_non_public_package_is_never_imported(tmp_path: Path) -> None:
     assert not canary.exists()
     (error,) = of_type(events, "skill_error")
     assert (error.skill, error.code) == ("greeter", "provider_not_allowed")
-    assert '<skill name="greeter">' in model.calls[-1].system  # the instructions still load
+    # the instructions still load
+    assert '<skill_instructions name="greeter"' in model.calls[-1].system
     assert model.calls[-1].tool_names == ["load_skill"] and done(events).text == "done"
 
 

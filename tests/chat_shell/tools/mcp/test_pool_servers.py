@@ -133,6 +133,39 @@ async def test_headers_and_env_reach_the_server_substituted(
         assert await call_ok(names["local_get_env"], name="CONV") == "c-9"
 
 
+def with_env(config: McpServerConfig, **env: str) -> McpServerConfig:
+    return config.model_copy(update={"env": env})
+
+
+async def test_a_skill_scope_connects_its_own_server_of_a_ghost_servers_name(
+    fixture_stdio: McpServerConfig,
+) -> None:
+    async with loopback_pool() as pool:
+        ghost, _ = await pool.connect({"fx": with_env(fixture_stdio, WHO="ghost")}, CONTEXT)
+        skill, failures = await pool.connect(
+            {"fx": with_env(fixture_stdio, WHO="skill")}, CONTEXT, scope="s"
+        )
+        assert failures == [] and pool.sessions_opened == 2
+        assert sorted(by_name(skill)) == sorted(by_name(ghost))  # it takes over the names
+        assert await call_ok(by_name(ghost)["get_env"], name="WHO") == "ghost"
+        assert await call_ok(by_name(skill)["get_env"], name="WHO") == "skill"
+        assert pool.shadowed(["fx", "other"]) == ghost
+
+
+async def test_a_skill_scope_never_takes_names_reserved_or_held_by_another_skill(
+    fixture_stdio: McpServerConfig,
+) -> None:
+    async with loopback_pool() as pool:
+        await pool.connect({"fx": fixture_stdio}, CONTEXT)
+        first, _ = await pool.connect({"fx": fixture_stdio}, CONTEXT, scope="a")
+        second, _ = await pool.connect(
+            {"fx": with_env(fixture_stdio, X="1")}, CONTEXT, scope="b", reserved_names={"pid"}
+        )
+        assert {"echo", "pid"} <= set(by_name(first))
+        assert {"fx_echo", "fx_pid"} <= set(by_name(second))
+        assert len({t.name for t in pool.tools}) == len(pool.tools) - len(first)
+
+
 async def test_a_tool_error_from_the_server_is_an_error_tool_message(
     time_server: McpServerConfig,
 ) -> None:
