@@ -1,0 +1,373 @@
+"""The bubblewrap (`bwrap`) sandbox engine.
+
+Each run gets new user, pid, ipc, uts, cgroup and network namespaces (no network at all), a
+read-only view of the system directories (`/usr` and its links, a few `/etc` files, a made-up
+`/etc/passwd`), size-capped tmpfs mounts for `/workspace`, `/tmp` and `/dev/shm`, the skill's
+files read-only at `/skill`, and an environment holding only the variables set here. The host's
+data directory, secrets, environment and other workspaces are simply not mounted.
+
+Limits: the wall-time deadline kills bwrap's process group, and with it (`--die-with-parent`,
+pid namespace) every process of the run; output past the cap does the same; CPU, memory, open
+files and processes are rlimits set by the wrapper script inside the namespace. When the service
+runs as root, bwrap is started as an unprivileged user (`nobody`): the kernel never enforces the
+process limit for root, so a fork bomb would otherwise go unchecked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import signal
+import tempfile
+import time
+from collections.abc import Coroutine
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from chat_shell.sandbox import wrapper
+from chat_shell.sandbox.port import (
+    LIMIT_CPU,
+    LIMIT_OUTPUT,
+    LIMIT_WALL_TIME,
+    LIMIT_WORKSPACE,
+    OUTPUT_DIR,
+    SKILL_DIR,
+    WORKSPACE_DIR,
+    SandboxAvailability,
+    SandboxLimits,
+    SandboxResult,
+    SandboxRun,
+    SandboxUnavailable,
+)
+from chat_shell.sandbox.streams import copy_capped, pipe_reader, read_capped
+from chat_shell.sandbox.workspace import MAX_WORKSPACE_ENTRIES, Workspace, WorkspaceRejected
+
+ENGINE = "bubblewrap"
+INSTALL_HINT = "install the bubblewrap package (Debian/Ubuntu: apt-get install bubblewrap)"
+
+NOBODY = 65534  # the host uid bwrap runs as when the service is root
+SANDBOX_UID = 1000  # the uid processes see inside the sandbox
+SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin"
+SYSTEM_LINK_DIRS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
+ETC_FILES = (
+    "/etc/alternatives",
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/localtime",
+    "/etc/mime.types",
+)
+INTERPRETERS = ("python3", "bash", "sh", "node")
+PROBE_WALL_SECONDS = 20.0
+# After the kill, pipes close as soon as the pid namespace is gone; this only guards a bug.
+DRAIN_SECONDS = 10.0
+SIGXCPU_EXIT = 128 + signal.SIGXCPU
+FULL_WORKSPACE_BYTES = 64 * 1024
+
+
+@dataclass
+class _Status:
+    """What the wrapper reported after the command ended, if it got that far."""
+
+    exit_code: int
+    free_bytes: int
+
+
+class BubblewrapSandbox:
+    """`Sandbox` on bubblewrap. One instance per process; `close()` removes its directories."""
+
+    def __init__(
+        self,
+        limits: SandboxLimits | None = None,
+        *,
+        state_dir: Path | None = None,
+        bwrap: str | None = None,
+        run_as: int | None = None,
+    ) -> None:
+        self.limits = limits or SandboxLimits()
+        self._bwrap = bwrap if bwrap is not None else shutil.which("bwrap")
+        self._run_as = run_as if run_as is not None else (NOBODY if os.geteuid() == 0 else None)
+        base = Path(tempfile.mkdtemp(prefix="skillhive-sandbox-", dir=state_dir))
+        os.chmod(base, 0o711)  # bwrap, maybe running as `nobody`, must reach the mounts below
+        self.state_dir = base
+        self._etc = self._write_etc(base / "etc")
+        self._shell = "/bin/bash" if shutil.which("bash", path=SANDBOX_PATH) else "/bin/sh"
+        self._extra_flags: list[str] = []
+        self._availability: SandboxAvailability | None = None
+
+    # -- the port ------------------------------------------------------------------------
+
+    async def availability(self) -> SandboxAvailability:
+        if self._availability is None:
+            self._availability = await self._probe()
+        return self._availability
+
+    async def run(self, request: SandboxRun) -> SandboxResult:
+        found = await self.availability()
+        if not found.available:
+            raise SandboxUnavailable(
+                f"the sandbox is not available: {found.reason}", details=found.as_dict()
+            )
+        return await self._execute(request)
+
+    def new_workspace(self) -> Workspace:
+        """A fresh, empty workspace under this engine's directory."""
+        return Workspace(self.state_dir)
+
+    def close(self) -> None:
+        shutil.rmtree(self.state_dir, ignore_errors=True)
+
+    # -- probing -------------------------------------------------------------------------
+
+    async def _probe(self) -> SandboxAvailability:
+        if self._bwrap is None:
+            return SandboxAvailability(False, ENGINE, reason=f"bwrap not found; {INSTALL_HINT}")
+        try:
+            version = (await _output(self._bwrap, "--version")).strip().rpartition(" ")[2]
+            if "--disable-userns" in await _output(self._bwrap, "--help"):
+                self._extra_flags = ["--disable-userns"]  # bwrap >= 0.8: no nested namespaces
+        except OSError as exc:
+            return SandboxAvailability(False, ENGINE, reason=f"bwrap cannot be started: {exc}")
+        workspace = self.new_workspace()
+        try:
+            limits = SandboxLimits(wall_seconds=PROBE_WALL_SECONDS)
+            result = await self._execute(SandboxRun("true", workspace, limits=limits))
+        except OSError as exc:
+            return SandboxAvailability(False, ENGINE, reason=f"bwrap cannot be started: {exc}")
+        finally:
+            workspace.close()
+        if result.exit_code != 0 or not result.workspace_saved:
+            detail = result.stderr.strip()[:500] or f"exit code {result.exit_code}"
+            return SandboxAvailability(
+                False, ENGINE, version=version, reason=f"bwrap cannot create a sandbox: {detail}"
+            )
+        found = tuple(n for n in INTERPRETERS if shutil.which(n, path=SANDBOX_PATH))
+        return SandboxAvailability(True, ENGINE, version=version, interpreters=found)
+
+    # -- running -------------------------------------------------------------------------
+
+    async def _execute(self, request: SandboxRun) -> SandboxResult:
+        assert self._bwrap is not None
+        limits = request.limits or self.limits
+        read_fd, write_fd = os.pipe()
+        started = time.monotonic()
+        try:
+            process = await asyncio.create_subprocess_exec(
+                self._bwrap,
+                *self._arguments(request, limits),
+                stdin=write_fd,  # the status pipe; see wrapper.py
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                start_new_session=True,  # one process group to kill
+                env={"PATH": "/usr/bin:/bin"},
+                **self._credentials(),
+            )
+        except BaseException:
+            os.close(read_fd)
+            raise
+        finally:
+            os.close(write_fd)
+        status_reader, status_transport = await pipe_reader(read_fd)
+        archive = request.workspace.scratch_dir / f"run-{os.urandom(8).hex()}.tar"
+        try:
+            return await self._supervise(
+                process,
+                copy_capped(status_reader, archive, _status_cap(limits), status_transport.close),
+                archive,
+                request.workspace,
+                limits,
+                started,
+            )
+        finally:
+            status_transport.close()
+            archive.unlink(missing_ok=True)
+
+    async def _supervise(
+        self,
+        process: asyncio.subprocess.Process,
+        save_status: Coroutine[Any, Any, bool],
+        archive: Path,
+        workspace: Workspace,
+        limits: SandboxLimits,
+        started: float,
+    ) -> SandboxResult:
+        assert process.stdout is not None and process.stderr is not None
+        overflow = asyncio.Event()
+        stdout = asyncio.create_task(read_capped(process.stdout, limits.output_bytes, overflow.set))
+        stderr = asyncio.create_task(read_capped(process.stderr, limits.output_bytes, overflow.set))
+        saved = asyncio.create_task(save_status)
+        exited = asyncio.create_task(process.wait())
+        overflowed = asyncio.create_task(overflow.wait())
+        try:
+            await asyncio.wait(
+                {exited, overflowed}, timeout=limits.wall_seconds, return_when="FIRST_COMPLETED"
+            )
+            killed = not exited.done()
+            if killed:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGKILL)
+            await exited
+            out, err, complete = await asyncio.wait_for(
+                asyncio.gather(stdout, stderr, saved), DRAIN_SECONDS
+            )
+        finally:
+            for task in (stdout, stderr, saved, exited, overflowed):
+                task.cancel()
+        duration_ms = int((time.monotonic() - started) * 1000)
+        limits_hit: list[str] = []
+        if killed and not overflow.is_set():
+            limits_hit.append(LIMIT_WALL_TIME)
+        if overflow.is_set():
+            limits_hit.append(LIMIT_OUTPUT)
+        exit_code = process.returncode if process.returncode is not None else -signal.SIGKILL
+        if exit_code == SIGXCPU_EXIT:
+            limits_hit.append(LIMIT_CPU)
+        workspace_saved = False
+        if not killed:
+            workspace_saved, full = self._save_workspace(archive, complete, workspace, limits)
+            if full:
+                limits_hit.append(LIMIT_WORKSPACE)
+        return SandboxResult(
+            exit_code=exit_code,
+            timed_out=LIMIT_WALL_TIME in limits_hit,
+            duration_ms=duration_ms,
+            stdout=out.data.decode("utf-8", "replace"),
+            stderr=err.data.decode("utf-8", "replace"),
+            stdout_truncated=out.overflowed,
+            stderr_truncated=err.overflowed,
+            limits_hit=tuple(limits_hit),
+            workspace_saved=workspace_saved,
+        )
+
+    @staticmethod
+    def _save_workspace(
+        archive: Path, complete: bool, workspace: Workspace, limits: SandboxLimits
+    ) -> tuple[bool, bool]:
+        """(saved, full): unpack the run's workspace unless it broke a cap or never came."""
+        if not complete:
+            return False, True
+        with archive.open("rb") as handle:
+            status = _parse_status(handle.readline(200))
+            if status is None:
+                return False, False  # the wrapper failed before it could report
+            full = status.free_bytes < min(FULL_WORKSPACE_BYTES, limits.workspace_bytes // 8)
+            try:
+                workspace.replace_from_tar(handle, max_bytes=limits.workspace_bytes)
+            except WorkspaceRejected:
+                return False, True
+        return True, full
+
+    def _credentials(self) -> dict[str, Any]:
+        if self._run_as is None:
+            return {}
+        return {"user": self._run_as, "group": self._run_as, "extra_groups": []}
+
+    def _arguments(self, request: SandboxRun, limits: SandboxLimits) -> list[str]:
+        size = str(limits.workspace_bytes)
+        args = [
+            "--unshare-all",
+            "--unshare-user",
+            *self._extra_flags,
+            "--die-with-parent",
+            "--new-session",
+            "--hostname", "sandbox",
+            "--uid", str(SANDBOX_UID),
+            "--gid", str(SANDBOX_UID),
+            *_system_mounts(),
+            "--ro-bind", str(self._etc / "passwd"), "/etc/passwd",
+            "--ro-bind", str(self._etc / "group"), "/etc/group",
+            "--proc", "/proc",
+            "--dev", "/dev",
+            "--size", size, "--tmpfs", "/dev/shm",
+            "--size", size, "--tmpfs", "/tmp",
+            "--size", size, "--tmpfs", WORKSPACE_DIR,
+        ]  # fmt: skip
+        if request.skill_dir is not None:
+            args += ["--ro-bind", str(request.skill_dir), SKILL_DIR]
+        if not request.workspace.is_empty():
+            args += ["--ro-bind", str(request.workspace.path), wrapper.SAVED_WORKSPACE]
+        args += [
+            "--remount-ro", "/dev",
+            "--remount-ro", "/",
+            "--chdir", WORKSPACE_DIR,
+            "--clearenv",
+            *_environment(request.skill_dir is not None),
+            "--",
+            "/bin/sh", "-c", wrapper.SCRIPT,
+            *wrapper.script_arguments(
+                request.command,
+                self._shell,
+                cpu_seconds=limits.cpu_seconds,
+                open_files=limits.open_files,
+                memory_bytes=limits.memory_bytes,
+                processes=limits.processes,
+            ),
+        ]  # fmt: skip
+        return args
+
+    @staticmethod
+    def _write_etc(etc: Path) -> Path:
+        etc.mkdir(mode=0o755)
+        os.chmod(etc, 0o755)
+        for name, text in {
+            "passwd": f"sandbox:x:{SANDBOX_UID}:{SANDBOX_UID}:sandbox:/tmp:/bin/sh\n",
+            "group": f"sandbox:x:{SANDBOX_UID}:\n",
+        }.items():
+            (etc / name).write_text(text, encoding="utf-8")
+            os.chmod(etc / name, 0o644)
+        return etc
+
+
+def _system_mounts() -> list[str]:
+    args = ["--ro-bind", "/usr", "/usr"]
+    for name in SYSTEM_LINK_DIRS:
+        host = Path("/") / name
+        if host.is_symlink():
+            args += ["--symlink", os.readlink(host), f"/{name}"]
+        elif host.is_dir():
+            args += ["--ro-bind", str(host), f"/{name}"]
+    for path in ETC_FILES:
+        args += ["--ro-bind-try", path, path]
+    return args
+
+
+def _environment(with_skill: bool) -> list[str]:
+    env = {
+        "PATH": SANDBOX_PATH,
+        "HOME": "/tmp",
+        "TMPDIR": "/tmp",
+        "LANG": "C.UTF-8",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "WORKSPACE_DIR": WORKSPACE_DIR,
+        "OUTPUT_DIR": OUTPUT_DIR,
+    }
+    if with_skill:
+        env["SKILL_DIR"] = SKILL_DIR
+    return [arg for name, value in env.items() for arg in ("--setenv", name, value)]
+
+
+def _status_cap(limits: SandboxLimits) -> int:
+    """The workspace's bytes plus room for tar headers, padding and the status line."""
+    return limits.workspace_bytes + 1024 * MAX_WORKSPACE_ENTRIES + 64 * 1024
+
+
+def _parse_status(line: bytes) -> _Status | None:
+    parts = line.decode("ascii", "replace").split()
+    if len(parts) != 4 or parts[0] != wrapper.STATUS_MAGIC:
+        return None
+    try:
+        exit_code, blocks, block_size = (int(p) for p in parts[1:])
+    except ValueError:
+        return None
+    return _Status(exit_code, blocks * block_size)
+
+
+async def _output(*argv: str) -> str:
+    process = await asyncio.create_subprocess_exec(
+        *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT
+    )
+    out, _ = await asyncio.wait_for(process.communicate(), PROBE_WALL_SECONDS)
+    return out.decode("utf-8", "replace")
