@@ -88,22 +88,31 @@ class BubblewrapSandbox:
         run_as: int | None = None,
     ) -> None:
         self.limits = limits or SandboxLimits()
-        self._bwrap = bwrap if bwrap is not None else shutil.which("bwrap")
+        self._bwrap = shutil.which(bwrap or "bwrap")  # None: not installed
         self._run_as = run_as if run_as is not None else (NOBODY if os.geteuid() == 0 else None)
-        base = Path(tempfile.mkdtemp(prefix="skillhive-sandbox-", dir=state_dir))
-        os.chmod(base, 0o711)  # bwrap, maybe running as `nobody`, must reach the mounts below
-        self.state_dir = base
-        self._etc = self._write_etc(base / "etc")
+        self._state_parent = state_dir
+        self._state_dir: Path | None = None
         self._shell = "/bin/bash" if shutil.which("bash", path=SANDBOX_PATH) else "/bin/sh"
         self._extra_flags: list[str] = []
-        self._availability: SandboxAvailability | None = None
+        self._probe_task: asyncio.Task[SandboxAvailability] | None = None
+
+    @property
+    def state_dir(self) -> Path:
+        """This engine's host directory (workspaces, skill files), made on first use."""
+        if self._state_dir is None:
+            base = Path(tempfile.mkdtemp(prefix="skillhive-sandbox-", dir=self._state_parent))
+            os.chmod(base, 0o711)  # bwrap, maybe running as `nobody`, must reach the mounts
+            self._write_etc(base / "etc")
+            self._state_dir = base
+        return self._state_dir
 
     # -- the port ------------------------------------------------------------------------
 
     async def availability(self) -> SandboxAvailability:
-        if self._availability is None:
-            self._availability = await self._probe()
-        return self._availability
+        """The probe's answer; concurrent callers share one probe, later ones get it cached."""
+        if self._probe_task is None:
+            self._probe_task = asyncio.create_task(self._probe())
+        return await asyncio.shield(self._probe_task)
 
     async def run(self, request: SandboxRun) -> SandboxResult:
         found = await self.availability()
@@ -118,7 +127,13 @@ class BubblewrapSandbox:
         return Workspace(self.state_dir)
 
     def close(self) -> None:
-        shutil.rmtree(self.state_dir, ignore_errors=True)
+        """Stop a probe still running and remove this engine's directory (its workspaces)."""
+        if self._probe_task is not None and not self._probe_task.done():
+            self._probe_task.cancel()
+            self._probe_task = None
+        if self._state_dir is not None:
+            shutil.rmtree(self._state_dir, ignore_errors=True)
+            self._state_dir = None
 
     # -- probing -------------------------------------------------------------------------
 
@@ -207,12 +222,14 @@ class BubblewrapSandbox:
             )
             killed = not exited.done()
             if killed:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(process.pid, signal.SIGKILL)
+                _kill(process)
             await exited
             out, err, complete = await asyncio.wait_for(
                 asyncio.gather(stdout, stderr, saved), DRAIN_SECONDS
             )
+        except BaseException:
+            _kill(process)  # the caller was cancelled (or a bug): never leave a run behind
+            raise
         finally:
             for task in (stdout, stderr, saved, exited, overflowed):
                 task.cancel()
@@ -277,8 +294,8 @@ class BubblewrapSandbox:
             "--uid", str(SANDBOX_UID),
             "--gid", str(SANDBOX_UID),
             *_system_mounts(),
-            "--ro-bind", str(self._etc / "passwd"), "/etc/passwd",
-            "--ro-bind", str(self._etc / "group"), "/etc/group",
+            "--ro-bind", str(self.state_dir / "etc/passwd"), "/etc/passwd",
+            "--ro-bind", str(self.state_dir / "etc/group"), "/etc/group",
             "--proc", "/proc",
             "--dev", "/dev",
             "--size", size, "--tmpfs", "/dev/shm",
@@ -309,7 +326,7 @@ class BubblewrapSandbox:
         return args
 
     @staticmethod
-    def _write_etc(etc: Path) -> Path:
+    def _write_etc(etc: Path) -> None:
         etc.mkdir(mode=0o755)
         os.chmod(etc, 0o755)
         for name, text in {
@@ -318,7 +335,14 @@ class BubblewrapSandbox:
         }.items():
             (etc / name).write_text(text, encoding="utf-8")
             os.chmod(etc / name, 0o644)
-        return etc
+
+
+def _kill(process: asyncio.subprocess.Process) -> None:
+    """SIGKILL bwrap's process group; its pid namespace, and so every process of the run,
+    dies with it (`--die-with-parent`). A reaped process is left alone: its pid is free."""
+    if process.returncode is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
 
 
 def _system_mounts() -> list[str]:

@@ -190,9 +190,9 @@ async def test_a_missing_bwrap_is_reported_unavailable_with_the_package_name(
     tmp_path: Path,
 ) -> None:
     engine = BubblewrapSandbox(state_dir=tmp_path, bwrap=str(tmp_path / "no-such-bwrap"))
-    engine._bwrap = None  # as when `shutil.which("bwrap")` finds nothing
     found = await engine.availability()
     workspace = engine.new_workspace()
+    state_dir = engine.state_dir
 
     assert not found.available
     assert found.reason is not None and "bubblewrap" in found.reason
@@ -201,7 +201,7 @@ async def test_a_missing_bwrap_is_reported_unavailable_with_the_package_name(
     assert raised.value.code == "sandbox_unavailable"
     assert raised.value.details["available"] is False
     engine.close()
-    assert not engine.state_dir.exists()
+    assert not state_dir.exists()
 
 
 def fake_bwrap(script: str) -> Path:

@@ -26,6 +26,7 @@ from chat_shell.sandbox import (
 from chat_shell.sandbox.port import LIMIT_OUTPUT, LIMIT_WALL_TIME
 from chat_shell.sandbox.workspace import write_tree
 from chat_shell.skills.package_loader import PackageFiles
+from tests.support.wait import eventually
 
 LIMITS = SandboxLimits(wall_seconds=30, output_bytes=64 * 1024, workspace_bytes=4 * 1024 * 1024)
 
@@ -256,6 +257,26 @@ async def test_sleeping_past_the_deadline_times_out_and_leaves_no_process(
     assert result.exit_code < 0
     assert not result.workspace_saved
     assert processes_with(f"sleep\0{marker}") == []
+
+
+async def test_a_cancelled_run_leaves_no_process_behind(
+    sandbox: BubblewrapSandbox, workspace: Workspace
+) -> None:
+    marker = f"{secrets.randbelow(10**6) + 600}"
+    task = asyncio.create_task(run(sandbox, workspace, f"sleep {marker}"))
+
+    async def sleeping() -> list[int]:
+        return processes_with(f"sleep\0{marker}")
+
+    await eventually(sleeping)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+    async def gone() -> bool:
+        return not processes_with(f"sleep\0{marker}")
+
+    await eventually(gone)
 
 
 def zip_with_symlink(target: str) -> bytes:
