@@ -23,7 +23,6 @@ import signal
 import tempfile
 import time
 from collections.abc import Coroutine
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -66,14 +65,6 @@ PROBE_WALL_SECONDS = 20.0
 DRAIN_SECONDS = 10.0
 SIGXCPU_EXIT = 128 + signal.SIGXCPU
 FULL_WORKSPACE_BYTES = 64 * 1024
-
-
-@dataclass
-class _Status:
-    """What the wrapper reported after the command ended, if it got that far."""
-
-    exit_code: int
-    free_bytes: int
 
 
 class BubblewrapSandbox:
@@ -267,15 +258,18 @@ class BubblewrapSandbox:
         if not complete:
             return False, True
         with archive.open("rb") as handle:
-            status = _parse_status(handle.readline(200))
+            status = _read_status(handle.readline(200))
             if status is None:
                 return False, False  # the wrapper failed before it could report
-            full = status.free_bytes < min(FULL_WORKSPACE_BYTES, limits.workspace_bytes // 8)
+            if status == "empty":
+                workspace.clear()
+                return True, False
             try:
                 workspace.replace_from_tar(handle, max_bytes=limits.workspace_bytes)
             except WorkspaceRejected:
                 return False, True
-        return True, full
+        free = limits.workspace_bytes - workspace.used_bytes()
+        return True, free < min(FULL_WORKSPACE_BYTES, limits.workspace_bytes // 8)
 
     def _credentials(self) -> dict[str, Any]:
         if self._run_as is None:
@@ -304,7 +298,9 @@ class BubblewrapSandbox:
         ]  # fmt: skip
         if request.skill_dir is not None:
             args += ["--ro-bind", str(request.skill_dir), SKILL_DIR]
-        if not request.workspace.is_empty():
+        if request.workspace.is_empty():
+            args += ["--dir", OUTPUT_DIR]
+        else:  # the wrapper copies it in (and makes the output folder if it is missing)
             args += ["--ro-bind", str(request.workspace.path), wrapper.SAVED_WORKSPACE]
         args += [
             "--remount-ro", "/dev",
@@ -313,10 +309,9 @@ class BubblewrapSandbox:
             "--clearenv",
             *_environment(request.skill_dir is not None),
             "--",
-            "/bin/sh", "-c", wrapper.SCRIPT,
+            self._shell, "-c", wrapper.SCRIPT,
             *wrapper.script_arguments(
                 request.command,
-                self._shell,
                 cpu_seconds=limits.cpu_seconds,
                 open_files=limits.open_files,
                 memory_bytes=limits.memory_bytes,
@@ -378,15 +373,13 @@ def _status_cap(limits: SandboxLimits) -> int:
     return limits.workspace_bytes + 1024 * MAX_WORKSPACE_ENTRIES + 64 * 1024
 
 
-def _parse_status(line: bytes) -> _Status | None:
-    parts = line.decode("ascii", "replace").split()
-    if len(parts) != 4 or parts[0] != wrapper.STATUS_MAGIC:
+def _read_status(line: bytes) -> str | None:
+    """The wrapper's `<magic> <exit code> [empty]` line, proof that it got past the command:
+    "empty" (no tar follows) or "tar"; None if there is no such line."""
+    parts = line.split()
+    if not 2 <= len(parts) <= 3 or parts[0] != wrapper.STATUS_MAGIC.encode():
         return None
-    try:
-        exit_code, blocks, block_size = (int(p) for p in parts[1:])
-    except ValueError:
-        return None
-    return _Status(exit_code, blocks * block_size)
+    return "empty" if parts[2:] == [wrapper.EMPTY.encode()] else "tar"
 
 
 async def _output(*argv: str) -> str:

@@ -18,9 +18,14 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
+from chat_shell.sandbox.port import OUTPUT_DIR
+
 # A workspace holding more entries than this is not saved (tar headers are 512 bytes each, so
 # the cap also bounds the stream overhead beyond the workspace's byte size).
 MAX_WORKSPACE_ENTRIES = 10_000
+
+PAGE = 4096
+OUTPUT_NAME = PurePosixPath(OUTPUT_DIR).name  # the output folder inside the workspace
 
 DIR_MODE = 0o755
 FILE_MODE = 0o644
@@ -102,7 +107,27 @@ class Workspace:
         return self._root
 
     def is_empty(self) -> bool:
-        return not any(self.path.iterdir())
+        """Nothing to copy into a run: no entries, or only the empty output folder (every run
+        gets a fresh one)."""
+        with os.scandir(self.path) as listing:
+            entries = list(listing)
+        if not entries:
+            return True
+        only = entries[0]
+        if len(entries) > 1 or only.name != OUTPUT_NAME or not only.is_dir(follow_symlinks=False):
+            return False
+        with os.scandir(only.path) as inside:
+            return next(inside, None) is None
+
+    def clear(self) -> None:
+        """Make the state empty (a run left nothing in its workspace)."""
+        if not self.is_empty():
+            old, self.path = self.path, self._new_state_dir()
+            shutil.rmtree(old, ignore_errors=True)
+
+    def used_bytes(self) -> int:
+        """What the files take on a tmpfs (whole pages), to tell a full workspace."""
+        return sum(-(-f.size // PAGE) * PAGE for f in self.files())
 
     def replace_from_tar(self, archive: BinaryIO, *, max_bytes: int) -> None:
         """Make the tar read from `archive` (at its current position) the new state.
@@ -147,7 +172,8 @@ class Workspace:
 
 def _walk(directory: Path, base: Path) -> Iterator[WorkspaceFile]:
     try:
-        entries = sorted(os.scandir(directory), key=lambda e: e.name)
+        with os.scandir(directory) as listing:
+            entries = sorted(listing, key=lambda e: e.name)
     except (FileNotFoundError, NotADirectoryError):
         return
     for entry in entries:

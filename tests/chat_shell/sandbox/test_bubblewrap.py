@@ -114,6 +114,45 @@ async def test_the_workspace_carries_from_one_run_to_the_next(
     assert workspace.read("out/r.txt", max_bytes=100) == b"a\n"
 
 
+@pytest.mark.parametrize(
+    ("command", "kept"),
+    [
+        ("echo x > .hidden", ["f ./.hidden"]),
+        ("echo x > ..odd", ["f ./..odd"]),
+        ("echo x > out/.hidden", ["f ./out/.hidden"]),
+        ("mkdir empty-dir", ["d ./empty-dir"]),
+        ("rmdir out && echo x > out", ["f ./out"]),
+    ],
+)
+async def test_anything_left_in_the_workspace_is_saved(
+    sandbox: BubblewrapSandbox, workspace: Workspace, command: str, kept: list[str]
+) -> None:
+    await run(sandbox, workspace, command)
+    listed = await run(sandbox, workspace, "find . -mindepth 1 -printf '%y %p\\n'")
+
+    assert [line for line in listed.stdout.splitlines() if line != "d ./out"] == kept
+
+
+async def test_every_run_has_an_output_folder_even_if_the_last_removed_it(
+    sandbox: BubblewrapSandbox, workspace: Workspace
+) -> None:
+    await run(sandbox, workspace, "rmdir out && echo x > kept")
+    result = await run(sandbox, workspace, 'test -d "$OUTPUT_DIR" && cat kept')
+
+    assert (result.exit_code, result.stdout) == (0, "x\n"), result.stderr
+
+
+async def test_a_run_that_empties_the_workspace_leaves_it_empty(
+    sandbox: BubblewrapSandbox, workspace: Workspace
+) -> None:
+    await run(sandbox, workspace, "echo x > out/a && mkdir -p d && echo y > d/b")
+    assert not workspace.is_empty()
+    result = await run(sandbox, workspace, "rm -r out/a d")
+
+    assert result.workspace_saved
+    assert workspace.is_empty() and list(workspace.files()) == []
+
+
 async def test_a_run_stopped_by_a_limit_leaves_the_workspace_as_it_was(
     sandbox: BubblewrapSandbox, workspace: Workspace
 ) -> None:
