@@ -28,7 +28,7 @@ from pathlib import Path
 
 from bench._util import compare
 from chat_shell.sandbox import BubblewrapSandbox, SandboxLimits, SandboxResult, SandboxRun
-from chat_shell.sandbox.bubblewrap import SANDBOX_PATH
+from chat_shell.sandbox.arguments import SANDBOX_PATH
 from chat_shell.sandbox.workspace import Workspace, write_tree
 from chat_shell.skills.package_loader import PackageFiles
 

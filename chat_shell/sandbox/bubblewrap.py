@@ -1,10 +1,10 @@
 """The bubblewrap (`bwrap`) sandbox engine.
 
 Each run gets new user, pid, ipc, uts, cgroup and network namespaces (no network at all), a
-read-only view of the system directories (`/usr` and its links, a few `/etc` files, a made-up
-`/etc/passwd`), size-capped tmpfs mounts for `/workspace`, `/tmp` and `/dev/shm`, the skill's
-files read-only at `/skill`, and an environment holding only the variables set here. The host's
-data directory, secrets, environment and other workspaces are simply not mounted.
+read-only view of the system directories, size-capped tmpfs mounts for `/workspace`, `/tmp` and
+`/dev/shm`, the skill's files read-only at `/skill`, and an environment holding only the variables
+set in `arguments.py`. The host's data directory, secrets, environment and other workspaces are
+simply not mounted.
 
 Limits: the wall-time deadline kills bwrap's process group, and with it (`--die-with-parent`,
 pid namespace) every process of the run; output past the cap does the same; CPU, memory, open
@@ -22,25 +22,24 @@ import shutil
 import signal
 import tempfile
 import time
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from pathlib import Path
 from typing import Any
 
 from chat_shell.sandbox import wrapper
+from chat_shell.sandbox.arguments import SANDBOX_PATH, bwrap_arguments, write_etc
 from chat_shell.sandbox.port import (
     LIMIT_CPU,
     LIMIT_OUTPUT,
     LIMIT_WALL_TIME,
     LIMIT_WORKSPACE,
-    OUTPUT_DIR,
-    SKILL_DIR,
-    WORKSPACE_DIR,
     SandboxAvailability,
     SandboxLimits,
     SandboxResult,
     SandboxRun,
     SandboxUnavailable,
 )
+from chat_shell.sandbox.skill_dirs import SkillDirs
 from chat_shell.sandbox.streams import copy_capped, pipe_reader, read_capped
 from chat_shell.sandbox.workspace import MAX_WORKSPACE_ENTRIES, Workspace, WorkspaceRejected
 
@@ -48,17 +47,6 @@ ENGINE = "bubblewrap"
 INSTALL_HINT = "install the bubblewrap package (Debian/Ubuntu: apt-get install bubblewrap)"
 
 NOBODY = 65534  # the host uid bwrap runs as when the service is root
-SANDBOX_UID = 1000  # the uid processes see inside the sandbox
-SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin"
-SYSTEM_LINK_DIRS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
-ETC_FILES = (
-    "/etc/alternatives",
-    "/etc/ld.so.cache",
-    "/etc/ld.so.conf",
-    "/etc/ld.so.conf.d",
-    "/etc/localtime",
-    "/etc/mime.types",
-)
 INTERPRETERS = ("python3", "bash", "sh", "node")
 PROBE_WALL_SECONDS = 20.0
 # After the kill, pipes close as soon as the pid namespace is gone; this only guards a bug.
@@ -86,6 +74,7 @@ class BubblewrapSandbox:
         self._shell = "/bin/bash" if shutil.which("bash", path=SANDBOX_PATH) else "/bin/sh"
         self._extra_flags: list[str] = []
         self._probe_task: asyncio.Task[SandboxAvailability] | None = None
+        self._skill_dirs = SkillDirs(lambda: self.state_dir)
 
     @property
     def state_dir(self) -> Path:
@@ -93,7 +82,7 @@ class BubblewrapSandbox:
         if self._state_dir is None:
             base = Path(tempfile.mkdtemp(prefix="skillhive-sandbox-", dir=self._state_parent))
             os.chmod(base, 0o711)  # bwrap, maybe running as `nobody`, must reach the mounts
-            self._write_etc(base / "etc")
+            write_etc(base / "etc")
             self._state_dir = base
         return self._state_dir
 
@@ -117,6 +106,11 @@ class BubblewrapSandbox:
         """A fresh, empty workspace under this engine's directory."""
         return Workspace(self.state_dir)
 
+    async def skill_dir(
+        self, key: str, files: Callable[[], Awaitable[Mapping[str, bytes]]]
+    ) -> Path:
+        return await self._skill_dirs.get(key, files)
+
     def close(self) -> None:
         """Stop a probe still running and remove this engine's directory (its workspaces)."""
         if self._probe_task is not None and not self._probe_task.done():
@@ -125,6 +119,7 @@ class BubblewrapSandbox:
         if self._state_dir is not None:
             shutil.rmtree(self._state_dir, ignore_errors=True)
             self._state_dir = None
+            self._skill_dirs = SkillDirs(lambda: self.state_dir)
 
     # -- probing -------------------------------------------------------------------------
 
@@ -163,7 +158,13 @@ class BubblewrapSandbox:
         try:
             process = await asyncio.create_subprocess_exec(
                 self._bwrap,
-                *self._arguments(request, limits),
+                *bwrap_arguments(
+                    request,
+                    limits,
+                    etc_dir=self.state_dir / "etc",
+                    shell=self._shell,
+                    extra_flags=self._extra_flags,
+                ),
                 stdin=write_fd,  # the status pipe; see wrapper.py
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
@@ -276,61 +277,6 @@ class BubblewrapSandbox:
             return {}
         return {"user": self._run_as, "group": self._run_as, "extra_groups": []}
 
-    def _arguments(self, request: SandboxRun, limits: SandboxLimits) -> list[str]:
-        size = str(limits.workspace_bytes)
-        args = [
-            "--unshare-all",
-            "--unshare-user",
-            *self._extra_flags,
-            "--die-with-parent",
-            "--new-session",
-            "--hostname", "sandbox",
-            "--uid", str(SANDBOX_UID),
-            "--gid", str(SANDBOX_UID),
-            *_system_mounts(),
-            "--ro-bind", str(self.state_dir / "etc/passwd"), "/etc/passwd",
-            "--ro-bind", str(self.state_dir / "etc/group"), "/etc/group",
-            "--proc", "/proc",
-            "--dev", "/dev",
-            "--size", size, "--tmpfs", "/dev/shm",
-            "--size", size, "--tmpfs", "/tmp",
-            "--size", size, "--tmpfs", WORKSPACE_DIR,
-        ]  # fmt: skip
-        if request.skill_dir is not None:
-            args += ["--ro-bind", str(request.skill_dir), SKILL_DIR]
-        if request.workspace.is_empty():
-            args += ["--dir", OUTPUT_DIR]
-        else:  # the wrapper copies it in (and makes the output folder if it is missing)
-            args += ["--ro-bind", str(request.workspace.path), wrapper.SAVED_WORKSPACE]
-        args += [
-            "--remount-ro", "/dev",
-            "--remount-ro", "/",
-            "--chdir", WORKSPACE_DIR,
-            "--clearenv",
-            *_environment(request.skill_dir is not None),
-            "--",
-            self._shell, "-c", wrapper.SCRIPT,
-            *wrapper.script_arguments(
-                request.command,
-                cpu_seconds=limits.cpu_seconds,
-                open_files=limits.open_files,
-                memory_bytes=limits.memory_bytes,
-                processes=limits.processes,
-            ),
-        ]  # fmt: skip
-        return args
-
-    @staticmethod
-    def _write_etc(etc: Path) -> None:
-        etc.mkdir(mode=0o755)
-        os.chmod(etc, 0o755)
-        for name, text in {
-            "passwd": f"sandbox:x:{SANDBOX_UID}:{SANDBOX_UID}:sandbox:/tmp:/bin/sh\n",
-            "group": f"sandbox:x:{SANDBOX_UID}:\n",
-        }.items():
-            (etc / name).write_text(text, encoding="utf-8")
-            os.chmod(etc / name, 0o644)
-
 
 def _kill(process: asyncio.subprocess.Process) -> None:
     """SIGKILL bwrap's process group; its pid namespace, and so every process of the run,
@@ -338,34 +284,6 @@ def _kill(process: asyncio.subprocess.Process) -> None:
     if process.returncode is None:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
-
-
-def _system_mounts() -> list[str]:
-    args = ["--ro-bind", "/usr", "/usr"]
-    for name in SYSTEM_LINK_DIRS:
-        host = Path("/") / name
-        if host.is_symlink():
-            args += ["--symlink", os.readlink(host), f"/{name}"]
-        elif host.is_dir():
-            args += ["--ro-bind", str(host), f"/{name}"]
-    for path in ETC_FILES:
-        args += ["--ro-bind-try", path, path]
-    return args
-
-
-def _environment(with_skill: bool) -> list[str]:
-    env = {
-        "PATH": SANDBOX_PATH,
-        "HOME": "/tmp",
-        "TMPDIR": "/tmp",
-        "LANG": "C.UTF-8",
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "WORKSPACE_DIR": WORKSPACE_DIR,
-        "OUTPUT_DIR": OUTPUT_DIR,
-    }
-    if with_skill:
-        env["SKILL_DIR"] = SKILL_DIR
-    return [arg for name, value in env.items() for arg in ("--setenv", name, value)]
 
 
 def _status_cap(limits: SandboxLimits) -> int:

@@ -6,6 +6,7 @@ another engine can be added without touching the tools that run code.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -105,6 +106,19 @@ class SandboxResult:
 
 class Sandbox(Protocol):
     """Runs untrusted shell commands isolated from the host, within limits."""
+
+    limits: SandboxLimits  # what a run gets unless its request says otherwise
+
+    def new_workspace(self) -> Workspace:
+        """A fresh, empty workspace; the caller closes it."""
+        ...
+
+    async def skill_dir(
+        self, key: str, files: Callable[[], Awaitable[Mapping[str, bytes]]]
+    ) -> Path:
+        """A host folder with a package's files for `SandboxRun.skill_dir`, written once per
+        `key` (its content hash) from `files()` and shared by later runs."""
+        ...
 
     async def availability(self) -> SandboxAvailability:
         """Probe once (cached): is the engine present and does a trivial run work?"""
