@@ -84,7 +84,8 @@ def create_app(
     """
     settings = settings or get_settings()
     sio = socketio_server(settings)
-    runtime = ChatRuntime(settings, sio, model=chat_model)
+    sandbox = create_sandbox(settings)
+    runtime = ChatRuntime(settings, sio, model=chat_model, sandbox=sandbox)
     sio.register_namespace(ChatNamespace(runtime))
 
     @asynccontextmanager
@@ -119,7 +120,7 @@ def create_app(
     app.state.settings = settings
     app.state.sio = sio
     app.state.chat = runtime
-    app.state.sandbox = create_sandbox(settings)
+    app.state.sandbox = sandbox
     install_error_handlers(app)
     app.add_middleware(AccessLogMiddleware)
     app.include_router(health.router)

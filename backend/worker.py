@@ -25,6 +25,7 @@ from redis.exceptions import RedisError, ResponseError
 
 from backend.chat.packages import DatabasePackageSource
 from backend.chat.redis_bus import RedisEventBus
+from backend.chat.sandbox import create_sandbox, log_sandbox, sandbox_access
 from backend.chat.stream import (
     CANCEL_CHANNEL,
     GROUP,
@@ -286,6 +287,7 @@ async def serve(settings: Settings, *, model: BaseChatModel | None = None) -> No
     emitter = socketio.AsyncRedisManager(settings.redis_url, write_only=True)
     frontend = SocketIOFrontendChannel(emitter)
     registry = RedisPendingRequestRegistry(redis, frontend)
+    sandbox = create_sandbox(settings)
     runner = TurnRunner(
         sessionmaker=sessionmaker,
         settings=settings,
@@ -295,6 +297,7 @@ async def serve(settings: Settings, *, model: BaseChatModel | None = None) -> No
         sinks=[RedisEventBus(redis), SocketIOSink(emitter)],
         pending_requests=registry,
         model=model,
+        sandbox=sandbox_access(sandbox, settings),
     )
     worker = TurnWorker(
         redis,
@@ -307,9 +310,11 @@ async def serve(settings: Settings, *, model: BaseChatModel | None = None) -> No
         loop.add_signal_handler(signum, worker.stop)
     try:
         await registry.start()
+        await log_sandbox(sandbox)
         log.info("worker %s ready (concurrency %d)", worker.consumer, settings.worker_concurrency)
         await worker.run()
     finally:
         await registry.aclose()
+        sandbox.close()
         await redis.aclose()
         await engine.dispose()

@@ -55,6 +55,12 @@ SIGXCPU_EXIT = 128 + signal.SIGXCPU
 FULL_WORKSPACE_BYTES = 64 * 1024
 
 
+# Successful probes of this process, by (bwrap, user, state directory parent): the answer and
+# the extra bwrap flags found.
+_ProbeKey = tuple[str | None, int | None, Path | None]
+_WORKING: dict[_ProbeKey, tuple[SandboxAvailability, tuple[str, ...]]] = {}
+
+
 class BubblewrapSandbox:
     """`Sandbox` on bubblewrap. One instance per process; `close()` removes its directories."""
 
@@ -124,6 +130,18 @@ class BubblewrapSandbox:
     # -- probing -------------------------------------------------------------------------
 
     async def _probe(self) -> SandboxAvailability:
+        """A working sandbox is a fact of the host: once one engine's probe succeeded, others
+        with the same bwrap, user and directory take its answer (failures are probed again)."""
+        key = (self._bwrap, self._run_as, self._state_parent)
+        if (known := _WORKING.get(key)) is not None:
+            self._extra_flags = list(known[1])
+            return known[0]
+        found = await self._probe_now()
+        if found.available:
+            _WORKING[key] = (found, tuple(self._extra_flags))
+        return found
+
+    async def _probe_now(self) -> SandboxAvailability:
         if self._bwrap is None:
             return SandboxAvailability(False, ENGINE, reason=f"bwrap not found; {INSTALL_HINT}")
         try:

@@ -271,3 +271,12 @@ async def test_a_bwrap_that_cannot_build_a_sandbox_is_reported_with_its_error() 
 def test_limits_must_be_positive() -> None:
     with pytest.raises(ValueError, match="processes"):
         SandboxLimits(processes=0)
+
+
+async def test_another_engine_takes_a_working_probe_as_known(sandbox: BubblewrapSandbox) -> None:
+    other = BubblewrapSandbox()
+    found = await other.availability()
+
+    assert found == await sandbox.availability()
+    assert other._state_dir is None  # no probe ran: it would have made the directory
+    other.close()
