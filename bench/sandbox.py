@@ -1,9 +1,9 @@
 """Sandbox benchmark: `python -m bench.sandbox`.
 
-Overhead: a skill's trivial script (`python3 $SKILL_DIR/scripts/hello.py`) run through the
-bubblewrap sandbox, against the same interpreter started directly on the same file, in
-alternating pairs (bench/_util.compare). The sandboxed side pays for the namespaces, the mounts,
-the limits, copying the workspace in and out, and reading its output with caps.
+Overhead: one `skill_run` of a skill's trivial script (`python3 $SKILL_DIR/scripts/hello.py`)
+against the same interpreter started directly on the same file, in alternating pairs
+(bench/_util.compare). The skill_run side pays for the tool's checks, the namespaces, the mounts,
+the limits, the workspace, reading its output with caps and collecting output files.
 
 Escapes: every escape the issue names is attempted for real (socket, data directory and secrets
 key, service environment, writes outside the workspace, fork bomb, 1 GB of output, sleeping past
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import secrets
 import shutil
@@ -22,18 +23,24 @@ import stat
 import tempfile
 import zipfile
 from collections.abc import Awaitable, Callable
-from dataclasses import replace
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, replace
 from io import BytesIO
 from pathlib import Path
 
 from bench._util import compare
+from chat_shell.contracts import SkillSpec
+from chat_shell.ports import InMemoryPackageSource
 from chat_shell.sandbox import BubblewrapSandbox, SandboxLimits, SandboxResult, SandboxRun
 from chat_shell.sandbox.arguments import SANDBOX_PATH
-from chat_shell.sandbox.workspace import Workspace, write_tree
+from chat_shell.sandbox.workspace import write_tree
+from chat_shell.skills.active import ActiveSkills
 from chat_shell.skills.package_loader import PackageFiles
+from chat_shell.tools.sandbox import SandboxAccess, SkillRunner
+from chat_shell.tools.sandbox.skill_run import skill_run
 
 TARGET_RATIO = 3.0
-HELLO = b"print('hello')\n"
+HELLO = "print('hello')\n"
 LIMITS = SandboxLimits(
     wall_seconds=20, output_bytes=64 * 1024, workspace_bytes=4 * 1024 * 1024, processes=32
 )
@@ -208,37 +215,57 @@ async def escapes(sandbox: BubblewrapSandbox) -> dict[str, str | None]:
         probes.close()
 
 
+@dataclass
+class _Host:
+    """The turn as skill_run sees it: one active public skill and its runner."""
+
+    active: ActiveSkills
+    skills: dict[str, SkillSpec]
+    skill_runner: SkillRunner
+
+
 async def overhead(sandbox: BubblewrapSandbox, pairs: int) -> tuple[float, float, float]:
+    """One `skill_run` of a trivial script (package cached, as from the second run of a skill)
+    against the same interpreter started directly on the same file."""
     python3 = shutil.which("python3", path=SANDBOX_PATH)
     assert python3 is not None, "python3 is not installed under /usr"
-    folder = Path(tempfile.mkdtemp(dir=sandbox.state_dir))
-    os.chmod(folder, 0o755)
-    write_tree(folder / "skill", {"SKILL.md": b"# bench", "scripts/hello.py": HELLO})
-    workspace: Workspace = sandbox.new_workspace()
-    request = SandboxRun("python3 $SKILL_DIR/scripts/hello.py", workspace, folder / "skill")
-    script = str(folder / "skill" / "scripts" / "hello.py")
+    source = InMemoryPackageSource()
+    buffer = BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("bench/SKILL.md", "---\nname: bench\ndescription: d\n---\n")
+        archive.writestr("bench/scripts/hello.py", HELLO)
+    spec = SkillSpec(name="bench", public=True, sha256=source.add(buffer.getvalue()))
+    active = ActiveSkills({"bench": 1}, budget=10, turn=0)
+    active.load("bench")
+    async with AsyncExitStack() as stack:
+        runner = SkillRunner(SandboxAccess(sandbox), source, stack)
+        host = _Host(active, {"bench": spec}, runner)
+        command = "python3 $SKILL_DIR/scripts/hello.py"
 
-    async def sandboxed() -> None:
-        result = await sandbox.run(request)
-        assert (result.exit_code, result.stdout) == (0, "hello\n"), result
+        async def sandboxed() -> None:
+            result = json.loads(await skill_run(host, "bench", command))
+            assert (result["exit_code"], result["stdout"]) == (0, "hello\n"), result
 
-    async def direct() -> None:
-        process = await asyncio.create_subprocess_exec(
-            python3,
-            script,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            env={"PATH": SANDBOX_PATH},
-        )
-        out, _ = await process.communicate()
-        assert (process.returncode, out) == (0, b"hello\n")
+        async def direct() -> None:
+            process = await asyncio.create_subprocess_exec(
+                python3,
+                script,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                env={"PATH": SANDBOX_PATH},
+            )
+            out, _ = await process.communicate()
+            assert (process.returncode, out) == (0, b"hello\n")
 
-    try:
+        await sandboxed()  # writes the skill's folder once, as the first run of a turn would
+        folder = await sandbox.skill_dir(spec.sha256 or "", _unused)
+        script = str(folder / "scripts" / "hello.py")
         found = await compare(sandboxed, direct, pairs=pairs, warmup=3)
-    finally:
-        workspace.close()
-        shutil.rmtree(folder)
     return found.median_ratio, found.candidate_ms, found.baseline_ms
+
+
+async def _unused() -> dict[str, bytes]:
+    raise AssertionError("the skill folder exists already")
 
 
 async def run(pairs: int) -> int:
@@ -250,7 +277,7 @@ async def run(pairs: int) -> int:
             return 2
         print(f"bubblewrap {found.version}; interpreters: {', '.join(found.interpreters)}")
         ratio, sandboxed_ms, direct_ms = await overhead(sandbox, pairs)
-        print(f"trivial script: sandboxed {sandboxed_ms:.1f} ms, direct {direct_ms:.1f} ms")
+        print(f"trivial script: skill_run {sandboxed_ms:.1f} ms, direct {direct_ms:.1f} ms")
         outcomes = await escapes(sandbox)
     finally:
         sandbox.close()
