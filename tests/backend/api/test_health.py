@@ -16,6 +16,7 @@ from backend.config import Settings
 from chat_shell.sandbox import BubblewrapSandbox
 from tests.conftest import Account
 from tests.support.proxy import TcpProxy
+from tests.support.sandbox import require_sandbox
 from tests.support.wait import eventually
 
 
@@ -34,9 +35,7 @@ async def test_healthz_and_readyz(client: httpx.AsyncClient) -> None:
 async def test_readyz_and_metrics_report_a_sandbox_that_works(
     app: FastAPI, client: httpx.AsyncClient, admin: Account
 ) -> None:
-    found = await app.state.sandbox.availability()
-    if not found.available:
-        pytest.skip(f"no working sandbox (Debian package `bubblewrap`): {found.reason}")
+    require_sandbox(await app.state.sandbox.availability())
     sandbox = (await client.get("/readyz")).json()["details"]["sandbox"]
     metrics = (await client.get("/api/v1/metrics", headers=admin.headers)).json()
 

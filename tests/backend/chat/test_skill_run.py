@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -20,6 +19,7 @@ from tests.backend.chat.conftest import ghost_crd
 from tests.conftest import Account
 from tests.fake_openai_server import FakeOpenAIServer, Reply, ToolCall
 from tests.support import zips
+from tests.support.sandbox import require_sandbox
 
 HELLO = "import sys\nprint('hello from the sandbox', sys.argv[1])\n"
 
@@ -35,13 +35,8 @@ def runner_skill(name: str) -> bytes:
     )
 
 
-async def require_sandbox(app: FastAPI) -> None:
-    found = await app.state.sandbox.availability()
-    if not found.available:
-        message = f"no working sandbox (Debian package `bubblewrap`): {found.reason}"
-        if os.environ.get("SKILLHIVE_REQUIRE_SANDBOX") == "1":
-            pytest.fail(message)
-        pytest.skip(message)
+async def working_sandbox(app: FastAPI) -> None:
+    require_sandbox(await app.state.sandbox.availability())
 
 
 async def ghost_with(
@@ -104,7 +99,7 @@ async def test_a_public_skill_runs_its_script(
     admin: Account,
     openai_server: FakeOpenAIServer,
 ) -> None:
-    await require_sandbox(app)
+    await working_sandbox(app)
     published = await client.post(
         "/api/v1/public/skills",
         files={"file": ("skill.zip", runner_skill("hello-runner"), "application/zip")},
@@ -126,7 +121,7 @@ async def test_a_public_skill_runs_its_script(
 async def test_a_users_own_skill_gets_no_skill_run_by_default(
     app: FastAPI, client: httpx.AsyncClient, alice: Account, openai_server: FakeOpenAIServer
 ) -> None:
-    await require_sandbox(app)
+    await working_sandbox(app)
     assert (await upload(client, alice.headers, runner_skill("mine"))).status_code == 201
     cid = await ghost_with(client, alice, openai_server, "mine")
     openai_server.script(Reply(text="ok"))
@@ -146,7 +141,7 @@ async def user_skills_app(settings: Settings) -> AsyncIterator[FastAPI]:
 async def test_a_users_own_skill_runs_when_the_operator_allows_it(
     user_skills_app: FastAPI, openai_server: FakeOpenAIServer
 ) -> None:
-    await require_sandbox(user_skills_app)
+    await working_sandbox(user_skills_app)
     transport = httpx.ASGITransport(app=user_skills_app)
     async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
         async with user_skills_app.state.sessionmaker() as session:

@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 from chat_shell.sandbox import BubblewrapSandbox, Workspace
-
-REQUIRE = "SKILLHIVE_REQUIRE_SANDBOX"
+from tests.support.sandbox import require_sandbox
 
 
 @pytest.fixture(scope="session")
@@ -21,10 +20,7 @@ async def sandbox() -> AsyncIterator[BubblewrapSandbox]:
     found = await engine.availability()
     if not found.available:
         engine.close()
-        message = f"no working sandbox (Debian package `bubblewrap`): {found.reason}"
-        if os.environ.get(REQUIRE) == "1":
-            pytest.fail(f"{REQUIRE}=1 but {message}")
-        pytest.skip(message)
+    require_sandbox(found)
     yield engine
     engine.close()
 
