@@ -11,6 +11,9 @@ RUN python -m venv /opt/venv \
 
 # Runtime stage: the virtualenv, migrations and built-in skills; runs as a non-root user.
 FROM python:3.11-slim AS runtime
+# bubblewrap: the sandbox for skill scripts (docker-compose.sandbox.yml says what it needs).
+RUN apt-get update && apt-get install -y --no-install-recommends bubblewrap \
+    && rm -rf /var/lib/apt/lists/*
 RUN useradd --create-home --uid 10001 skillhive
 COPY --from=build /opt/venv /opt/venv
 WORKDIR /app

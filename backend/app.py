@@ -29,6 +29,7 @@ from backend.api.routes import (
 from backend.auth import service as auth_service
 from backend.auth.tokens import MIN_BOOTSTRAP_TOKEN_LENGTH
 from backend.chat.runtime import ChatRuntime, socketio_server
+from backend.chat.sandbox import create_sandbox
 from backend.config import Settings, get_settings, unknown_env_variables
 from backend.db.engine import create_engine, create_sessionmaker
 from backend.redis_client import create_redis
@@ -83,7 +84,8 @@ def create_app(
     """
     settings = settings or get_settings()
     sio = socketio_server(settings)
-    runtime = ChatRuntime(settings, sio, model=chat_model)
+    sandbox = create_sandbox(settings)
+    runtime = ChatRuntime(settings, sio, model=chat_model, sandbox=sandbox)
     sio.register_namespace(ChatNamespace(runtime))
 
     @asynccontextmanager
@@ -104,6 +106,7 @@ def create_app(
             yield
         finally:
             await runtime.aclose()
+            app.state.sandbox.close()
             if app.state.redis is not None:
                 await app.state.redis.aclose()
             await engine.dispose()
@@ -117,6 +120,7 @@ def create_app(
     app.state.settings = settings
     app.state.sio = sio
     app.state.chat = runtime
+    app.state.sandbox = sandbox
     install_error_handlers(app)
     app.add_middleware(AccessLogMiddleware)
     app.include_router(health.router)

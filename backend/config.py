@@ -24,6 +24,7 @@ MiB = 1024 * 1024
 NON_SERVER_VARIABLES = frozenset(
     {"SKILLHIVE_URL", "SKILLHIVE_TOKEN", "SKILLHIVE_TEST_POSTGRES_URL", "SKILLHIVE_TEST_REDIS_URL"}
     | {"SKILLHIVE_CORPUS_DIR", "SKILLHIVE_REQUIRE_CORPUS"}
+    | {"SKILLHIVE_REQUIRE_SANDBOX"}
 )
 
 
@@ -120,6 +121,24 @@ class Settings(BaseSettings):
     )
     secrets_key: SecretStr | None = Field(
         None, description="Fernet key encrypting user secrets at rest."
+    )
+
+    # --- sandbox (skill scripts; see docs/configuration.md) ----------------------------------
+    sandbox_user_skills: bool = Field(
+        False, description="Let scripts of users' own skills run in the sandbox too."
+    )
+    sandbox_wall_seconds: float = Field(30.0, gt=0, description="Wall time of one sandbox run.")
+    sandbox_cpu_seconds: int = Field(30, ge=1, description="CPU seconds per sandbox process.")
+    sandbox_memory_bytes: int = Field(
+        1024 * MiB, ge=16 * MiB, description="Address space per sandbox process."
+    )
+    sandbox_processes: int = Field(64, ge=2, description="Processes at once in one run.")
+    sandbox_open_files: int = Field(256, ge=16, description="Open files per sandbox process.")
+    sandbox_output_bytes: int = Field(
+        1 * MiB, ge=1024, description="Cap on stdout and on stderr of a run; past it, killed."
+    )
+    sandbox_workspace_bytes: int = Field(
+        64 * MiB, ge=1 * MiB, description="Size of a run's workspace (and of its /tmp)."
     )
 
     @field_validator("allowed_models", "egress_allow", "egress_deny", mode="before")

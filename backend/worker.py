@@ -25,6 +25,7 @@ from redis.exceptions import RedisError, ResponseError
 
 from backend.chat.packages import DatabasePackageSource
 from backend.chat.redis_bus import RedisEventBus
+from backend.chat.sandbox import create_sandbox, log_sandbox, sandbox_access
 from backend.chat.stream import (
     CANCEL_CHANNEL,
     GROUP,
@@ -287,6 +288,7 @@ async def serve(settings: Settings, *, model: BaseChatModel | None = None) -> No
     emitter = socketio.AsyncRedisManager(settings.redis_url, write_only=True)
     frontend = SocketIOFrontendChannel(emitter)
     registry = RedisPendingRequestRegistry(redis, frontend)
+    sandbox = create_sandbox(settings)
     runner = TurnRunner(
         sessionmaker=sessionmaker,
         settings=settings,
@@ -296,6 +298,7 @@ async def serve(settings: Settings, *, model: BaseChatModel | None = None) -> No
         sinks=[RedisEventBus(redis), SocketIOSink(emitter)],
         pending_requests=registry,
         model=model,
+        sandbox=sandbox_access(sandbox, settings),
     )
     worker = TurnWorker(
         redis,
@@ -310,6 +313,7 @@ async def serve(settings: Settings, *, model: BaseChatModel | None = None) -> No
     try:
         await registry.start()
         beats = asyncio.create_task(keep_beating(redis, heartbeat_path(settings)))
+        await log_sandbox(sandbox)
         log.info("worker %s ready (concurrency %d)", worker.consumer, settings.worker_concurrency)
         await worker.run()
     finally:
@@ -317,5 +321,6 @@ async def serve(settings: Settings, *, model: BaseChatModel | None = None) -> No
             beats.cancel()
             await asyncio.gather(beats, return_exceptions=True)
         await registry.aclose()
+        sandbox.close()
         await redis.aclose()
         await engine.dispose()

@@ -21,10 +21,12 @@ from backend.chat.dispatch import InProcessDispatcher, TurnDispatcher
 from backend.chat.events import EventBus, InMemoryEventBus
 from backend.chat.packages import DatabasePackageSource
 from backend.chat.redis_bus import RedisEventBus
+from backend.chat.sandbox import sandbox_access
 from backend.chat.stream import RedisStreamDispatcher
 from backend.chat.turns import TurnRunner
 from backend.config import Settings
 from backend.ws.rooms import SocketIOFrontendChannel, SocketIOSink
+from chat_shell.sandbox import BubblewrapSandbox
 from chat_shell.tools.pending_requests import (
     InMemoryPendingRequestRegistry,
     PendingRequestRegistry,
@@ -43,11 +45,17 @@ def socketio_server(settings: Settings) -> socketio.AsyncServer:
 
 class ChatRuntime:
     def __init__(
-        self, settings: Settings, sio: socketio.AsyncServer, *, model: BaseChatModel | None = None
+        self,
+        settings: Settings,
+        sio: socketio.AsyncServer,
+        *,
+        model: BaseChatModel | None = None,
+        sandbox: BubblewrapSandbox | None = None,
     ) -> None:
         self.settings = settings
         self.sio = sio
         self.model = model
+        self.sandbox = sandbox  # embedded turns run skill scripts here
         self._sessionmaker: async_sessionmaker[AsyncSession] | None = None
         self._bus: EventBus | None = None
         self._dispatcher: TurnDispatcher | None = None
@@ -79,6 +87,7 @@ class ChatRuntime:
             sinks=[bus, SocketIOSink(self.sio)],
             pending_requests=self._registry,
             model=self.model,
+            sandbox=sandbox_access(self.sandbox, self.settings) if self.sandbox else None,
         )
         self._bus = bus
         self._dispatcher = InProcessDispatcher(runner)

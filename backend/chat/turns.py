@@ -30,6 +30,7 @@ from chat_shell.contracts import ErrorEvent, Event, TurnRequest
 from chat_shell.errors import ChatShellError
 from chat_shell.ports import FrontendChannel, PackageSource
 from chat_shell.tools.pending_requests import PendingRequestRegistry
+from chat_shell.tools.sandbox import SandboxAccess
 
 log = logging.getLogger("skillhive.chat")
 
@@ -83,6 +84,7 @@ class TurnRunner:
         sinks: Sequence[EventSink],
         pending_requests: PendingRequestRegistry | None = None,
         model: BaseChatModel | None = None,
+        sandbox: SandboxAccess | None = None,
     ) -> None:
         self.sessionmaker = sessionmaker
         self.settings = settings
@@ -95,6 +97,7 @@ class TurnRunner:
         # redis-py can swallow a task cancellation that lands while a Redis call completes.
         self._cancel_requested: set[int] = set()
         self.model = model  # tests and benchmarks inject a fake; None builds it from settings
+        self.sandbox = sandbox  # where skill_run runs; None: the tool is not offered
 
     async def _emit(self, conversation_id: str, turn: int, event: EventData) -> None:
         # `turn` (the user message answered) lets a listener tell this turn's events from a
@@ -160,6 +163,7 @@ class TurnRunner:
                 frontend=self.frontend,
                 model=self.model,
                 pending_requests=self.pending_requests,
+                sandbox=self.sandbox,
             )
             async with aclosing(turn) as events:
                 async for event in events:

@@ -27,6 +27,7 @@ from chat_shell.models import open_chat_model
 from chat_shell.ports import FrontendChannel, PackageSource
 from chat_shell.skills.registry import ProviderRegistry, default_registry
 from chat_shell.tools.pending.base import PendingRequestRegistry
+from chat_shell.tools.sandbox import SandboxAccess
 
 logger = logging.getLogger(__name__)
 
@@ -39,12 +40,14 @@ async def run_turn(
     model: BaseChatModel | None = None,
     providers: ProviderRegistry | None = None,
     pending_requests: PendingRequestRegistry | None = None,
+    sandbox: SandboxAccess | None = None,
 ) -> AsyncGenerator[Event, None]:
     """Yield `start`, then progress events, then exactly one `done` or `error`.
 
     `model` overrides the one built from `request.model` (tests, custom hosts); `providers`
     defaults to the process-wide registry of tool providers; `pending_requests` is where skill
-    tools wait for the browser (without one, such tools report that the browser is unreachable).
+    tools wait for the browser (without one, such tools report that the browser is unreachable);
+    `sandbox` lets active skills run commands (`skill_run`, offered only where it works).
     """
     yield StartEvent(conversation_id=request.conversation_id, turn_index=turn_index(request))
     try:
@@ -61,6 +64,7 @@ async def run_turn(
                 registry=providers or default_registry,
                 stack=stack,
                 pending_requests=pending_requests,
+                sandbox=sandbox,
             )
             await session.start()
             for event in session.take_pending():

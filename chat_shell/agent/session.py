@@ -41,6 +41,7 @@ from chat_shell.skills.toolset import create_provider_tools
 from chat_shell.tools.builtin.load_skill import LOAD_SKILL, load_skill_schema
 from chat_shell.tools.mcp import GHOST_SCOPE, McpServerConfig, McpSessionPool
 from chat_shell.tools.pending.base import PendingRequestRegistry
+from chat_shell.tools.sandbox import SKILL_RUN, SandboxAccess, SkillRunner
 
 Emit = Callable[[Event], None]
 _BLOCK_OVERHEAD = estimate_tokens(EMPTY_LOADED_BLOCK + "\n\n")
@@ -82,6 +83,7 @@ class TurnSession:
         registry: ProviderRegistry,
         stack: AsyncExitStack,
         pending_requests: PendingRequestRegistry | None = None,
+        sandbox: SandboxAccess | None = None,
     ) -> None:
         self.request = request
         self.model = model
@@ -116,6 +118,9 @@ class TurnSession:
         self.final_text = ""
         for notice in request.notices:
             self.emit(notice)
+        self.skill_runner = (
+            SkillRunner(sandbox, package_source, stack) if sandbox and self.skills else None
+        )
 
     def emit(self, event: Event) -> None:
         """Report an event: straight into the graph's stream once it runs, else held back."""
@@ -135,6 +140,8 @@ class TurnSession:
     async def start(self) -> None:
         """Connect the Ghost's MCP servers and set up the tools of skills active from the start."""
         self._base_tools += await self._connect_mcp(self.request.mcp_servers)
+        if self.skill_runner and await self.skill_runner.offered(self.request.skills):
+            self._base_tools.append(SKILL_RUN)
         await asyncio.gather(*(self.prepare_skill(n) for n in self.active.names()))
 
     def input_messages(self) -> list[BaseMessage]:

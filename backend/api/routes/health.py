@@ -1,4 +1,8 @@
-"""Liveness (`/healthz`) and readiness (`/readyz`: database, and Redis when configured)."""
+"""Liveness (`/healthz`) and readiness (`/readyz`: database, and Redis when configured).
+
+`/readyz` also reports the sandbox under `details`: informative, never failing readiness (a
+process without bubblewrap serves everything except running skill scripts).
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,8 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from sqlalchemy import text
+
+from backend.chat.sandbox import sandbox_status
 
 router = APIRouter(tags=["health"])
 
@@ -40,7 +46,10 @@ async def readyz(request: Request) -> JSONResponse:
     if redis is not None:
         checks["redis"] = await _check(redis.ping())
     ready = all(c["ok"] for c in checks.values())
+    details = {
+        "sandbox": await sandbox_status(request.app.state.sandbox, request.app.state.settings)
+    }
     return JSONResponse(
-        {"status": "ok" if ready else "unavailable", "checks": checks},
+        {"status": "ok" if ready else "unavailable", "checks": checks, "details": details},
         status_code=200 if ready else 503,
     )

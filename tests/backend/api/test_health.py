@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import httpx
 import pytest
 from asgi_lifespan import LifespanManager
+from fastapi import FastAPI
 from sqlalchemy.engine import make_url
 
 from backend.app import create_app
 from backend.config import Settings
+from chat_shell.sandbox import BubblewrapSandbox
 from tests.conftest import Account
 from tests.support.proxy import TcpProxy
+from tests.support.sandbox import require_sandbox
 from tests.support.wait import eventually
 
 
@@ -20,7 +24,49 @@ async def test_healthz_and_readyz(client: httpx.AsyncClient) -> None:
     assert (await client.get("/healthz")).json() == {"status": "ok"}
     ready = await client.get("/readyz")
     assert ready.status_code == 200
-    assert ready.json() == {"status": "ok", "checks": {"database": {"ok": True}}}
+    body = ready.json()
+    assert {k: body[k] for k in ("status", "checks")} == {
+        "status": "ok",
+        "checks": {"database": {"ok": True}},
+    }
+    assert body["details"]["sandbox"]["engine"] == "bubblewrap"
+
+
+async def test_readyz_and_metrics_report_a_sandbox_that_works(
+    app: FastAPI, client: httpx.AsyncClient, admin: Account
+) -> None:
+    require_sandbox(await app.state.sandbox.availability())
+    sandbox = (await client.get("/readyz")).json()["details"]["sandbox"]
+    metrics = (await client.get("/api/v1/metrics", headers=admin.headers)).json()
+
+    assert sandbox["available"] is True and sandbox["reason"] is None
+    assert "python3" in sandbox["interpreters"]
+    assert sandbox["user_skills"] is False
+    assert metrics["sandbox"] == sandbox
+
+
+async def test_a_missing_sandbox_is_reported_and_readiness_holds(
+    app: FastAPI, client: httpx.AsyncClient, admin: Account, tmp_path: Path
+) -> None:
+    app.state.sandbox.close()
+    app.state.sandbox = BubblewrapSandbox(bwrap=str(tmp_path / "no-bwrap"), state_dir=tmp_path)
+    ready = await client.get("/readyz")
+    metrics = (await client.get("/api/v1/metrics", headers=admin.headers)).json()
+
+    assert ready.status_code == 200 and ready.json()["status"] == "ok"
+    sandbox = ready.json()["details"]["sandbox"]
+    assert sandbox["available"] is False
+    assert "bubblewrap" in sandbox["reason"]
+    assert metrics["sandbox"] == sandbox
+
+
+async def test_the_user_skills_setting_is_reported(settings: Settings) -> None:
+    app = create_app(settings.model_copy(update={"sandbox_user_skills": True}))
+    async with LifespanManager(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+            body = (await client.get("/readyz")).json()
+    assert body["details"]["sandbox"]["user_skills"] is True
 
 
 async def test_openapi_is_served(client: httpx.AsyncClient) -> None:

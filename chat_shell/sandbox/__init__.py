@@ -1,0 +1,29 @@
+"""Running untrusted code: the `Sandbox` port and its bubblewrap engine."""
+
+from chat_shell.sandbox.bubblewrap import BubblewrapSandbox
+from chat_shell.sandbox.port import (
+    OUTPUT_DIR,
+    SKILL_DIR,
+    WORKSPACE_DIR,
+    Sandbox,
+    SandboxAvailability,
+    SandboxLimits,
+    SandboxResult,
+    SandboxRun,
+    SandboxUnavailable,
+)
+from chat_shell.sandbox.workspace import Workspace
+
+__all__ = [
+    "OUTPUT_DIR",
+    "SKILL_DIR",
+    "WORKSPACE_DIR",
+    "BubblewrapSandbox",
+    "Sandbox",
+    "SandboxAvailability",
+    "SandboxLimits",
+    "SandboxResult",
+    "SandboxRun",
+    "SandboxUnavailable",
+    "Workspace",
+]

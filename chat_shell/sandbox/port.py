@@ -1,0 +1,129 @@
+"""The sandbox port: what a run asks for, what it returns, and the Protocol an engine implements.
+
+Engines (bubblewrap today) live next to this module; callers depend only on these names, so
+another engine can be added without touching the tools that run code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from chat_shell.errors import ChatShellError
+
+if TYPE_CHECKING:
+    from chat_shell.sandbox.workspace import Workspace
+
+MiB = 1024 * 1024
+
+# Fixed paths inside the sandbox; the environment variables of a run point at them.
+SKILL_DIR = "/skill"
+WORKSPACE_DIR = "/workspace"
+OUTPUT_DIR = "/workspace/out"
+
+# Reasons a run was stopped or constrained, as reported in `SandboxResult.limits_hit`.
+LIMIT_WALL_TIME = "wall_time"
+LIMIT_CPU = "cpu"
+LIMIT_OUTPUT = "output"
+LIMIT_WORKSPACE = "workspace"
+
+
+class SandboxUnavailable(ChatShellError):
+    """No working sandbox engine on this host; the reason says why (e.g. bwrap missing)."""
+
+    code = "sandbox_unavailable"
+
+
+@dataclass(frozen=True)
+class SandboxLimits:
+    """Per-run limits. Memory is the address space of each process; processes count per run."""
+
+    wall_seconds: float = 30.0
+    cpu_seconds: int = 30
+    memory_bytes: int = 1024 * MiB
+    processes: int = 64
+    open_files: int = 256
+    output_bytes: int = 1 * MiB
+    workspace_bytes: int = 64 * MiB  # also the size of the run's /tmp and /dev/shm
+
+    def __post_init__(self) -> None:
+        for name, value in vars(self).items():
+            if value <= 0:
+                raise ValueError(f"sandbox limit {name} must be positive, got {value!r}")
+
+
+@dataclass(frozen=True)
+class SandboxAvailability:
+    """Whether runs can happen here, why not when they cannot, and what they can run."""
+
+    available: bool
+    engine: str
+    reason: str | None = None
+    version: str | None = None
+    interpreters: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "available": self.available,
+            "engine": self.engine,
+            "reason": self.reason,
+            "version": self.version,
+            "interpreters": list(self.interpreters),
+        }
+
+
+@dataclass(frozen=True)
+class SandboxRun:
+    """One shell command to run.
+
+    `skill_dir` is a host directory mounted read-only at `SKILL_DIR` (none: no skill files).
+    `workspace` is the host-side state of `WORKSPACE_DIR`; a run that ends by itself saves its
+    changes back into it, a run stopped by a limit leaves it as it was.
+    """
+
+    command: str
+    workspace: Workspace
+    skill_dir: Path | None = None
+    limits: SandboxLimits | None = None  # None: the engine's own limits
+
+
+@dataclass(frozen=True)
+class SandboxResult:
+    """What a run did. `exit_code` is negative (minus the signal) when the sandbox was killed."""
+
+    exit_code: int
+    timed_out: bool
+    duration_ms: int
+    stdout: str
+    stderr: str
+    stdout_truncated: bool = False
+    stderr_truncated: bool = False
+    limits_hit: tuple[str, ...] = ()
+    workspace_saved: bool = True
+
+
+class Sandbox(Protocol):
+    """Runs untrusted shell commands isolated from the host, within limits."""
+
+    limits: SandboxLimits  # what a run gets unless its request says otherwise
+
+    def new_workspace(self) -> Workspace:
+        """A fresh, empty workspace; the caller closes it."""
+        ...
+
+    async def skill_dir(
+        self, key: str, files: Callable[[], Awaitable[Mapping[str, bytes]]]
+    ) -> Path:
+        """A host folder with a package's files for `SandboxRun.skill_dir`, written once per
+        `key` (its content hash) from `files()` and shared by later runs."""
+        ...
+
+    async def availability(self) -> SandboxAvailability:
+        """Probe once (cached): is the engine present and does a trivial run work?"""
+        ...
+
+    async def run(self, request: SandboxRun) -> SandboxResult:
+        """Run `request.command`; raise `SandboxUnavailable` when the engine cannot run."""
+        ...

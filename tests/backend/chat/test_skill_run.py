@@ -1,0 +1,159 @@
+"""skill_run end to end: a Ghost's skill runs its script in the sandbox during a REST turn."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+from asgi_lifespan import LifespanManager
+from fastapi import FastAPI
+
+from backend.app import create_app
+from backend.auth import service as auth_service
+from backend.config import Settings
+from tests.backend.api.skill_helpers import upload
+from tests.backend.chat.conftest import ghost_crd
+from tests.conftest import Account
+from tests.fake_openai_server import FakeOpenAIServer, Reply, ToolCall
+from tests.support import zips
+from tests.support.sandbox import require_sandbox
+
+HELLO = "import sys\nprint('hello from the sandbox', sys.argv[1])\n"
+
+
+def runner_skill(name: str) -> bytes:
+    return zips.build(
+        {
+            "SKILL.md": f"---\nname: {name}\ndescription: Says hello.\n---\n"
+            "Run `python3 $SKILL_DIR/scripts/hello.py NAME`.\n",
+            "scripts/hello.py": HELLO,
+        },
+        folder=name,
+    )
+
+
+async def working_sandbox(app: FastAPI) -> None:
+    require_sandbox(await app.state.sandbox.availability())
+
+
+async def ghost_with(
+    client: httpx.AsyncClient, account: Account, server: FakeOpenAIServer, skill: str
+) -> str:
+    secret = await client.put(
+        "/api/v1/secrets/MODEL_KEY", json={"value": "sk-test"}, headers=account.headers
+    )
+    assert secret.status_code in (201, 204)
+    model = {"name": "scripted", "baseUrl": server.base_url, "apiKeySecret": "MODEL_KEY"}
+    body = ghost_crd("runner", model=model, skills=[skill])
+    created = await client.post("/api/v1/namespaces/dev/ghosts", json=body, headers=account.headers)
+    assert created.status_code == 201, created.text
+    conversation = await client.post(
+        "/api/v1/conversations", json={"ghost": "dev/runner"}, headers=account.headers
+    )
+    assert conversation.status_code == 201, conversation.text
+    return str(conversation.json()["id"])
+
+
+async def ask(client: httpx.AsyncClient, account: Account, cid: str) -> dict[str, Any]:
+    response = await client.post(
+        f"/api/v1/conversations/{cid}/messages", json={"content": "hi"}, headers=account.headers
+    )
+    assert response.status_code == 200, response.text
+    answer: dict[str, Any] = response.json()
+    return answer
+
+
+def offered(server: FakeOpenAIServer) -> list[str]:
+    return [t["function"]["name"] for t in server.requests[0].get("tools", [])]
+
+
+def run_script(server: FakeOpenAIServer, skill: str) -> None:
+    server.script(
+        Reply(tool_calls=[ToolCall("load_skill", {"skill_name": skill})]),
+        Reply(
+            tool_calls=[
+                ToolCall(
+                    "skill_run",
+                    {"skill": skill, "command": "python3 $SKILL_DIR/scripts/hello.py Ann"},
+                )
+            ]
+        ),
+        Reply(text="It said hello."),
+    )
+
+
+def run_result(server: FakeOpenAIServer) -> dict[str, Any]:
+    """The skill_run result as the model saw it (the full JSON, not the stored summary)."""
+    tool_messages = [m for m in server.requests[-1]["messages"] if m["role"] == "tool"]
+    found: dict[str, Any] = json.loads(tool_messages[-1]["content"])
+    return found
+
+
+async def test_a_public_skill_runs_its_script(
+    app: FastAPI,
+    client: httpx.AsyncClient,
+    alice: Account,
+    admin: Account,
+    openai_server: FakeOpenAIServer,
+) -> None:
+    await working_sandbox(app)
+    published = await client.post(
+        "/api/v1/public/skills",
+        files={"file": ("skill.zip", runner_skill("hello-runner"), "application/zip")},
+        headers=admin.headers,
+    )
+    assert published.status_code == 201, published.text
+    cid = await ghost_with(client, alice, openai_server, "hello-runner")
+    run_script(openai_server, "hello-runner")
+
+    answer = await ask(client, alice, cid)
+
+    assert answer["content"] == "It said hello."
+    assert [c["name"] for c in answer["tool_calls"]] == ["load_skill", "skill_run"]
+    assert "skill_run" in offered(openai_server)
+    result = run_result(openai_server)
+    assert (result["exit_code"], result["stdout"]) == (0, "hello from the sandbox Ann\n")
+
+
+async def test_a_users_own_skill_gets_no_skill_run_by_default(
+    app: FastAPI, client: httpx.AsyncClient, alice: Account, openai_server: FakeOpenAIServer
+) -> None:
+    await working_sandbox(app)
+    assert (await upload(client, alice.headers, runner_skill("mine"))).status_code == 201
+    cid = await ghost_with(client, alice, openai_server, "mine")
+    openai_server.script(Reply(text="ok"))
+
+    await ask(client, alice, cid)
+
+    assert offered(openai_server) == ["load_skill"]
+
+
+@pytest.fixture
+async def user_skills_app(settings: Settings) -> AsyncIterator[FastAPI]:
+    application = create_app(settings.model_copy(update={"sandbox_user_skills": True}))
+    async with LifespanManager(application):
+        yield application
+
+
+async def test_a_users_own_skill_runs_when_the_operator_allows_it(
+    user_skills_app: FastAPI, openai_server: FakeOpenAIServer
+) -> None:
+    await working_sandbox(user_skills_app)
+    transport = httpx.ASGITransport(app=user_skills_app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+        async with user_skills_app.state.sessionmaker() as session:
+            user = await auth_service.create_user(session, "carol")
+            issued = await auth_service.issue_token(session, user, "test")
+            await session.commit()
+        carol = Account(id=user.id, name="carol", token=issued.secret)
+        assert (await upload(client, carol.headers, runner_skill("mine"))).status_code == 201
+        cid = await ghost_with(client, carol, openai_server, "mine")
+        run_script(openai_server, "mine")
+
+        answer = await ask(client, carol, cid)
+
+    assert [c["name"] for c in answer["tool_calls"]] == ["load_skill", "skill_run"]
+    assert run_result(openai_server)["stdout"] == "hello from the sandbox Ann\n"

@@ -1,0 +1,319 @@
+"""The bubblewrap engine: what a run sees, what it returns, and each limit."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import secrets
+import shutil
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from chat_shell.sandbox import (
+    BubblewrapSandbox,
+    SandboxLimits,
+    SandboxResult,
+    SandboxRun,
+    SandboxUnavailable,
+    Workspace,
+)
+from chat_shell.sandbox.port import LIMIT_CPU, LIMIT_WORKSPACE
+from chat_shell.sandbox.workspace import write_tree
+from tests.chat_shell.sandbox.test_escapes import processes_with
+from tests.support.wait import eventually
+
+MiB = 1024 * 1024
+LIMITS = SandboxLimits(wall_seconds=30, output_bytes=64 * 1024, workspace_bytes=4 * MiB)
+
+
+async def run(
+    sandbox: BubblewrapSandbox,
+    workspace: Workspace,
+    command: str,
+    *,
+    skill_dir: Path | None = None,
+    **limits: float,
+) -> SandboxResult:
+    return await sandbox.run(
+        SandboxRun(command, workspace, skill_dir=skill_dir, limits=replace(LIMITS, **limits))
+    )
+
+
+async def test_a_run_reports_exit_code_and_both_streams(
+    sandbox: BubblewrapSandbox, workspace: Workspace
+) -> None:
+    result = await run(sandbox, workspace, "echo out; echo err >&2; exit 3")
+
+    assert (result.exit_code, result.stdout, result.stderr) == (3, "out\n", "err\n")
+    assert not result.timed_out and result.limits_hit == ()
+    assert result.duration_ms >= 0
+
+
+async def test_the_skill_is_read_only_at_skill_dir_and_the_workspace_is_the_cwd(
+    sandbox: BubblewrapSandbox, workspace: Workspace, skill_dir: Path
+) -> None:
+    write_tree(skill_dir, {"SKILL.md": b"# demo", "scripts/hello.py": b"print('hello')"})
+    result = await run(
+        sandbox,
+        workspace,
+        'pwd; echo $SKILL_DIR $WORKSPACE_DIR $OUTPUT_DIR; python3 "$SKILL_DIR/scripts/hello.py"; '
+        'test -d "$OUTPUT_DIR" && echo has-output-dir; id -un',
+        skill_dir=skill_dir,
+    )
+
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "/workspace",
+        "/skill /workspace /workspace/out",
+        "hello",
+        "has-output-dir",
+        "sandbox",
+    ]
+
+
+async def test_without_a_skill_there_is_no_skill_dir(
+    sandbox: BubblewrapSandbox, workspace: Workspace
+) -> None:
+    result = await run(sandbox, workspace, 'echo "[${SKILL_DIR:-}]"; ls /skill')
+
+    assert result.stdout == "[]\n"
+    assert "No such file or directory" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("python3 -c 'print(6 * 7)'", "42"),
+        ("sh -c 'echo $((6 * 7))'", "42"),
+        ("bash -c 'echo $((6 * 7))'", "42"),
+        ("node -e 'console.log(6 * 7)'", "42"),
+    ],
+)
+async def test_each_interpreter_on_the_host_runs(
+    sandbox: BubblewrapSandbox, workspace: Workspace, command: str, expected: str
+) -> None:
+    interpreter = command.split()[0]
+    found = await sandbox.availability()
+    if interpreter not in found.interpreters:
+        assert shutil.which(interpreter, path="/usr/local/bin:/usr/bin:/bin") is None
+        pytest.skip(f"{interpreter} is not installed on this host")
+    result = await run(sandbox, workspace, command)
+
+    assert (result.exit_code, result.stdout.strip()) == (0, expected), result.stderr
+
+
+async def test_the_workspace_carries_from_one_run_to_the_next(
+    sandbox: BubblewrapSandbox, workspace: Workspace
+) -> None:
+    first = await run(sandbox, workspace, "mkdir -p data && echo 1 > data/n && echo a > out/r.txt")
+    second = await run(sandbox, workspace, "cat data/n; echo 2 >> data/n; chmod 600 out/r.txt")
+    third = await run(sandbox, workspace, "cat data/n out/r.txt")
+
+    assert first.workspace_saved and second.workspace_saved
+    assert second.stdout == "1\n"
+    assert third.stdout == "1\n2\na\n", third.stderr
+    assert [(f.path, f.size) for f in workspace.files()] == [("data/n", 4), ("out/r.txt", 2)]
+    assert workspace.read("out/r.txt", max_bytes=100) == b"a\n"
+
+
+@pytest.mark.parametrize(
+    ("command", "kept"),
+    [
+        ("echo x > .hidden", ["f ./.hidden"]),
+        ("echo x > ..odd", ["f ./..odd"]),
+        ("echo x > out/.hidden", ["f ./out/.hidden"]),
+        ("mkdir empty-dir", ["d ./empty-dir"]),
+        ("rmdir out && echo x > out", ["f ./out"]),
+    ],
+)
+async def test_anything_left_in_the_workspace_is_saved(
+    sandbox: BubblewrapSandbox, workspace: Workspace, command: str, kept: list[str]
+) -> None:
+    await run(sandbox, workspace, command)
+    listed = await run(sandbox, workspace, "find . -mindepth 1 -printf '%y %p\\n'")
+
+    assert [line for line in listed.stdout.splitlines() if line != "d ./out"] == kept
+
+
+async def test_every_run_has_an_output_folder_even_if_the_last_removed_it(
+    sandbox: BubblewrapSandbox, workspace: Workspace
+) -> None:
+    await run(sandbox, workspace, "rmdir out && echo x > kept")
+    result = await run(sandbox, workspace, 'test -d "$OUTPUT_DIR" && cat kept')
+
+    assert (result.exit_code, result.stdout) == (0, "x\n"), result.stderr
+
+
+async def test_a_run_that_empties_the_workspace_leaves_it_empty(
+    sandbox: BubblewrapSandbox, workspace: Workspace
+) -> None:
+    await run(sandbox, workspace, "echo x > out/a && mkdir -p d && echo y > d/b")
+    assert not workspace.is_empty()
+    result = await run(sandbox, workspace, "rm -r out/a d")
+
+    assert result.workspace_saved
+    assert workspace.is_empty() and list(workspace.files()) == []
+
+
+async def test_a_run_stopped_by_a_limit_leaves_the_workspace_as_it_was(
+    sandbox: BubblewrapSandbox, workspace: Workspace
+) -> None:
+    await run(sandbox, workspace, "echo kept > out/state")
+    result = await run(sandbox, workspace, "echo lost > out/state; rm -f out/state; sleep 600",
+                       wall_seconds=1)  # fmt: skip
+
+    assert result.timed_out and not result.workspace_saved
+    assert workspace.read("out/state", max_bytes=100) == b"kept\n"
+
+
+async def test_cpu_time_past_the_limit_stops_the_command(
+    sandbox: BubblewrapSandbox, workspace: Workspace
+) -> None:
+    result = await run(sandbox, workspace, "python3 -c 'while True: pass'", cpu_seconds=1)
+
+    assert not result.timed_out
+    assert result.limits_hit == (LIMIT_CPU,)
+    assert result.exit_code == 128 + 24  # SIGXCPU
+
+
+async def test_memory_past_the_limit_fails_to_allocate(
+    sandbox: BubblewrapSandbox, workspace: Workspace
+) -> None:
+    result = await run(
+        sandbox,
+        workspace,
+        "python3 -c 'b = bytearray(400 * 1024 * 1024); print(\"allocated\")'",
+        memory_bytes=256 * MiB,
+    )
+
+    assert result.exit_code == 1
+    assert "allocated" not in result.stdout
+    assert "MemoryError" in result.stderr
+
+
+async def test_open_files_past_the_limit_are_refused(
+    sandbox: BubblewrapSandbox, workspace: Workspace
+) -> None:
+    script = (
+        "import os\n"
+        "fds = []\n"
+        "try:\n"
+        "    while True: fds.append(os.open('/dev/null', os.O_RDONLY))\n"
+        "except OSError as exc: print(exc.errno, len(fds) < 32)\n"
+    )
+    result = await run(sandbox, workspace, f'python3 -c "{script}"', open_files=32)
+
+    assert result.stdout == "24 True\n", result.stderr  # EMFILE
+
+
+async def test_filling_the_workspace_stops_at_its_size_and_is_reported(
+    sandbox: BubblewrapSandbox, workspace: Workspace
+) -> None:
+    result = await run(sandbox, workspace, "head -c 8388608 /dev/zero > out/big; echo $?")
+
+    assert "No space left on device" in result.stderr
+    assert LIMIT_WORKSPACE in result.limits_hit
+    assert result.workspace_saved
+    assert sum(f.size for f in workspace.files()) <= LIMITS.workspace_bytes
+
+
+@pytest.mark.parametrize("directory", ["/tmp", "/dev/shm"])
+async def test_scratch_directories_are_capped_like_the_workspace(
+    sandbox: BubblewrapSandbox, workspace: Workspace, directory: str
+) -> None:
+    result = await run(sandbox, workspace, f"head -c 8388608 /dev/zero > {directory}/big")
+
+    assert result.exit_code != 0
+    assert "No space left on device" in result.stderr
+
+
+async def test_a_missing_bwrap_is_reported_unavailable_with_the_package_name(
+    tmp_path: Path,
+) -> None:
+    engine = BubblewrapSandbox(state_dir=tmp_path, bwrap=str(tmp_path / "no-such-bwrap"))
+    found = await engine.availability()
+    workspace = engine.new_workspace()
+    state_dir = engine.state_dir
+
+    assert not found.available
+    assert found.reason is not None and "bubblewrap" in found.reason
+    with pytest.raises(SandboxUnavailable) as raised:
+        await engine.run(SandboxRun("true", workspace))
+    assert raised.value.code == "sandbox_unavailable"
+    assert raised.value.details["available"] is False
+    engine.close()
+    assert not state_dir.exists()
+
+
+def fake_bwrap(script: str) -> Path:
+    """A folder holding an executable `bwrap`, reachable when runs start as `nobody`."""
+    folder = Path(tempfile.mkdtemp())
+    folder.chmod(0o755)
+    (folder / "bwrap").write_text(script, encoding="utf-8")
+    (folder / "bwrap").chmod(0o755)
+    return folder
+
+
+async def test_a_bwrap_that_cannot_build_a_sandbox_is_reported_with_its_error() -> None:
+    folder = fake_bwrap(
+        '#!/bin/sh\n[ "$1" = --version ] && echo "bubblewrap 0.8.0" && exit 0\n'
+        "echo 'bwrap: No permissions to create new namespace' >&2\nexit 1\n"
+    )
+    fake = folder / "bwrap"
+    engine = BubblewrapSandbox(bwrap=str(fake))
+    found = await engine.availability()
+    engine.close()
+    shutil.rmtree(folder)
+
+    assert not found.available
+    assert found.reason is not None and "No permissions to create new namespace" in found.reason
+    assert found.version == "0.8.0"
+
+
+def test_limits_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="processes"):
+        SandboxLimits(processes=0)
+
+
+async def test_another_engine_takes_a_working_probe_as_known(sandbox: BubblewrapSandbox) -> None:
+    other = BubblewrapSandbox()
+    found = await other.availability()
+
+    assert found == await sandbox.availability()
+    assert other._state_dir is None  # no probe ran: it would have made the directory
+    other.close()
+
+
+def owner(pid: int) -> int:
+    return Path(f"/proc/{pid}").stat().st_uid
+
+
+@pytest.mark.parametrize("switch", ["setpriv", "popen"])
+async def test_as_root_runs_are_processes_of_nobody_on_the_host(switch: str) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("the service does not run as root here: runs keep its user")
+    engine = BubblewrapSandbox(LIMITS)
+    if switch == "popen":
+        engine._setpriv = None  # as on a host without util-linux's setpriv
+    own = engine.new_workspace()
+    marker = f"sleep\0{secrets.randbelow(10**6) + 600}"
+    task = asyncio.create_task(engine.run(SandboxRun(marker.replace("\0", " "), own)))
+
+    async def sleeping() -> list[int]:
+        return processes_with(marker)
+
+    try:
+        pids = await eventually(sleeping)
+        owners = {owner(pid) for pid in pids}
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        own.close()
+        engine.close()
+
+    assert owners == {65534}
