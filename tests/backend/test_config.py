@@ -63,6 +63,7 @@ def test_empty_openai_variables_leave_the_client_on_its_defaults(
     monkeypatch.setenv("SKILLHIVE_OPENAI_BASE_URL", "")
     monkeypatch.setenv("SKILLHIVE_OPENAI_API_KEY", " ")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-from-the-environment")
+    monkeypatch.setenv("SKILLHIVE_MODEL", "gpt-test")  # the server's model: allowed on its key
     model = model_settings({"name": "gpt-test"}, Settings(), {})
     assert model.base_url is None and model.api_key is None
     client = create_chat_model(model)
