@@ -67,7 +67,7 @@ class Settings(BaseSettings):
         description="If set and no admin exists at start-up, create user `admin` with this token.",
     )
 
-    # --- skill package limits (DESIGN.md §5) ---------------------------------------------
+    # --- skill package limits (docs/architecture.md) ------------------------------------
     max_archive_bytes: int = Field(10 * MiB, ge=1, description="Compressed upload size cap.")
     max_archive_entries: int = Field(1000, ge=1, description="Entries per archive.")
     max_uncompressed_bytes: int = Field(100 * MiB, ge=1, description="Sum of entry sizes.")

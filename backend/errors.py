@@ -1,4 +1,4 @@
-"""The root exception of the backend and its stable error codes (DESIGN.md §6).
+"""The root exception of the backend and its stable error codes (docs/architecture.md).
 
 Every error a client can see is a `SkillhiveError` (or a subclass) carrying a stable,
 machine-readable `code`, the HTTP status it maps to and optional `details`. The API turns

@@ -3,7 +3,7 @@
 `SKILLHIVE_LOG_LEVEL` sets Skillhive's own loggers. Every other logger stays at WARNING or
 quieter: libraries log URLs with their query (MCP clients, uvicorn's WebSocket lines), request
 and response bodies (openai, httpcore), SQL parameters (sqlalchemy.engine) or message content
-at DEBUG and INFO, and secrets must never reach a log (DESIGN.md §5). An operator who needs one
+at DEBUG and INFO, and secrets must never reach a log. An operator who needs one
 of them names it in `SKILLHIVE_LOG_LEVELS`, knowing what it prints.
 """
 

@@ -1,4 +1,4 @@
-"""`skillhive worker`: runs chat turns from the Redis Stream (scale-out mode, DESIGN.md §2).
+"""`skillhive worker`: runs chat turns from the Redis Stream (scale-out mode, docs/architecture.md).
 
 Each worker reads the consumer group with bounded concurrency. A turn is run under a lease
 (`SET NX` with a short TTL) that a heartbeat keeps alive, together with the stream entry's idle

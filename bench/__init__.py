@@ -1,1 +1,1 @@
-"""Benchmarks: ratios measured side by side in one run (DESIGN.md §8)."""
+"""Benchmarks: ratios measured side by side in one run."""

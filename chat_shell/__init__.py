@@ -1,1 +1,1 @@
-"""The agent engine: runs one chat turn. Imports nothing from `backend` (DESIGN.md §3)."""
+"""The agent engine: runs one chat turn. Imports nothing from `backend` (docs/architecture.md)."""

@@ -1,4 +1,4 @@
-"""The root exception of chat_shell (DESIGN.md §6).
+"""The root exception of chat_shell (docs/architecture.md).
 
 Every error chat_shell raises towards its caller is a `ChatShellError` carrying a stable,
 machine-readable `code` and optional `details`; backend maps it to its API error shape in one

@@ -1,4 +1,4 @@
-"""The one mapping from Skillhive's CRDs and rows to chat_shell's `TurnRequest` (DESIGN.md §3).
+"""The one mapping from Skillhive's CRDs and rows to chat_shell's `TurnRequest`.
 
 Pure: callers load the Ghost, its skills, the history and the secrets; this decides what the
 engine sees.

@@ -1,6 +1,6 @@
 """What every Skillhive CRD shares: the camelCase wire style, the name rule and `metadata`.
 
-CRDs are Kubernetes-shaped (DESIGN.md §4): `{apiVersion, kind, metadata, spec, status}`.
+CRDs are Kubernetes-shaped (docs/architecture.md): `{apiVersion, kind, metadata, spec, status}`.
 Skill and Ghost both build on `CamelModel` and `ObjectMeta` from here.
 """
 

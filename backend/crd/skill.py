@@ -50,7 +50,7 @@ class SkillTool(CamelModel):
 
 
 class SkillProvider(CamelModel):
-    """Python tool provider, loaded only for public skills (DESIGN.md §5)."""
+    """Python tool provider, loaded only for public skills (docs/architecture.md)."""
 
     module: Text
     class_: Text = Field(alias="class")

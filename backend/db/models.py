@@ -1,4 +1,4 @@
-"""Tables of DESIGN.md §4. Migrations in `migrations/` must match these (a test checks it)."""
+"""The tables (docs/architecture.md). Migrations in `migrations/` must match these (a test checks it)."""
 
 from __future__ import annotations
 

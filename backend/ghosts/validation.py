@@ -65,7 +65,7 @@ def parse_ghost(
 ) -> GhostInput:
     """The Ghost `body` describes, placed in `scope`; `name` is the URL's on PUT.
 
-    `stdio` MCP servers start processes on the worker (DESIGN.md §5): they are accepted only in
+    `stdio` MCP servers start processes on the worker: they are accepted only in
     public Ghosts, which only admins write. A user's Ghost refuses them, an admin's own too.
     A user's Ghost must also keep its model endpoint and MCP urls within `egress` (default:
     the strict policy) as far as that shows on write (`backend.egress`).

@@ -58,7 +58,7 @@ async def get(session: AsyncSession, kind: str, scope: Scope, name: str) -> Kind
             Kind.name == name,
         )
     )
-    if row is None:  # someone else's object is indistinguishable from none (DESIGN.md §5)
+    if row is None:  # someone else's object is indistinguishable from none (docs/architecture.md)
         raise NotFoundError(f"{kind} {name!r} not found", code=f"{kind.lower()}_not_found")
     return row
 

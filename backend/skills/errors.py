@@ -1,4 +1,4 @@
-"""Why a skill package was refused: one stable code per rule (DESIGN.md §6).
+"""Why a skill package was refused: one stable code per rule (docs/architecture.md).
 
 Every refusal is a `PackageError` whose `details["entry"]` names the offending archive entry
 when there is one. Status: 413 for an archive over the size cap, 404 for a file that is not in

@@ -5,7 +5,7 @@ prefix caching keeps working; loaded skills come after them.
 
 Catalog text (names, descriptions) is XML-escaped inside its tags, so a hostile description
 cannot close a tag and speak as system. Loaded bodies go in verbatim (code samples must survive)
-between fence lines that carry a *fence id* the body does not contain (DESIGN.md §5): a body can
+between fence lines that carry a *fence id* the body does not contain: a body can
 write any tag it likes, but never the line that ends its own block. The id is derived from the
 body, so a loaded block is byte-identical on every turn (cache-friendly), and re-derived until it
 does not occur in the body.

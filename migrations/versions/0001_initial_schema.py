@@ -101,7 +101,7 @@ def upgrade() -> None:
         op.execute("ALTER TABLE kinds ALTER COLUMN json SET STORAGE EXTERNAL")
         op.execute("ALTER TABLE skill_binaries ALTER COLUMN binary_data SET STORAGE EXTERNAL")
 
-    # User 0 owns public resources (DESIGN.md §4); it never gets a token.
+    # User 0 owns public resources (docs/architecture.md); it never gets a token.
     op.bulk_insert(
         users,
         [

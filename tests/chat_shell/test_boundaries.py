@@ -1,4 +1,4 @@
-"""chat_shell imports nothing from backend (DESIGN.md §3)."""
+"""chat_shell imports nothing from backend (docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Wait on a condition with a deadline (no fixed sleeps in tests, DESIGN.md §7)."""
+"""Wait on a condition with a deadline (no fixed sleeps in tests)."""
 
 from __future__ import annotations
 
