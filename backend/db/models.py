@@ -1,4 +1,4 @@
-"""The tables (docs/architecture.md). Migrations in `migrations/` must match these (a test checks it)."""
+"""The tables (docs/architecture.md); `migrations/` must match them (a test checks it)."""
 
 from __future__ import annotations
 
