@@ -84,7 +84,7 @@ def create_app(
     settings = settings or get_settings()
     sio = socketio_server(settings)
     runtime = ChatRuntime(settings, sio, model=chat_model)
-    sio.register_namespace(ChatNamespace(runtime))
+    sio.register_namespace(ChatNamespace(runtime, sio.live_auth))
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -101,8 +101,10 @@ def create_app(
             await bootstrap_admin(settings, app.state.sessionmaker)
             await sync_builtin_skills(app.state.sessionmaker, settings)
             runtime.start(app.state.sessionmaker, app.state.cipher, app.state.redis)
+            sio.live_auth.start(app.state.sessionmaker, app.state.redis)
             yield
         finally:
+            await sio.live_auth.aclose()
             await runtime.aclose()
             if app.state.redis is not None:
                 await app.state.redis.aclose()
@@ -117,6 +119,7 @@ def create_app(
     app.state.settings = settings
     app.state.sio = sio
     app.state.chat = runtime
+    app.state.auth_notices = sio.live_auth  # routes that end authorization tell open sockets
     install_error_handlers(app)
     app.add_middleware(AccessLogMiddleware)
     app.include_router(health.router)
