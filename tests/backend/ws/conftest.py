@@ -47,11 +47,14 @@ class Socket:
     async def call(self, event: str, data: Any = None, *, wait_s: float = 20) -> Any:
         return await self.client.call(event, data, namespace="/chat", timeout=wait_s)
 
-    async def disconnected(self) -> None:
+    async def disconnected(self, *, after_s: float = 0) -> None:
+        """Wait until the server disconnected the socket: within the issue's second (plus a
+        margin) of the moment `after_s` from now when its authorization ends."""
+
         async def gone() -> bool:
             return bool(self.disconnects)
 
-        await eventually(gone, deadline_s=DISCONNECT_DEADLINE_S)
+        await eventually(gone, deadline_s=after_s + DISCONNECT_DEADLINE_S)
 
 
 @pytest.fixture

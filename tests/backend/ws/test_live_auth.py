@@ -103,7 +103,7 @@ async def test_a_socket_is_disconnected_when_its_token_expires(
     sock = await connect(url, issued.secret)
     assert await joins(sock, cid) == {"ok": True}  # valid until it expires
 
-    await sock.disconnected()
+    await sock.disconnected(after_s=2)
     assert ended_with(sock) == "token_expired" == await rest_code(url, issued.secret)
 
 
