@@ -86,7 +86,7 @@ def create_app(
     sio = socketio_server(settings)
     sandbox = create_sandbox(settings)
     runtime = ChatRuntime(settings, sio, model=chat_model, sandbox=sandbox)
-    sio.register_namespace(ChatNamespace(runtime))
+    sio.register_namespace(ChatNamespace(runtime, sio.live_auth))
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -103,8 +103,10 @@ def create_app(
             await bootstrap_admin(settings, app.state.sessionmaker)
             await sync_builtin_skills(app.state.sessionmaker, settings)
             runtime.start(app.state.sessionmaker, app.state.cipher, app.state.redis)
+            sio.live_auth.start(app.state.sessionmaker, app.state.redis)
             yield
         finally:
+            await sio.live_auth.aclose()
             await runtime.aclose()
             app.state.sandbox.close()
             if app.state.redis is not None:
@@ -121,6 +123,7 @@ def create_app(
     app.state.sio = sio
     app.state.chat = runtime
     app.state.sandbox = sandbox
+    app.state.auth_notices = sio.live_auth  # routes that end authorization tell open sockets
     install_error_handlers(app)
     app.add_middleware(AccessLogMiddleware)
     app.include_router(health.router)

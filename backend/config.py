@@ -49,6 +49,18 @@ class Settings(BaseSettings):
         description="Browser origins allowed to open Socket.IO connections (JSON list); "
         "empty: same origin only.",
     )
+    socket_events_per_second: float = Field(
+        20.0, gt=0, description="Events one Socket.IO socket may send per second (sustained)."
+    )
+    socket_event_burst: int = Field(
+        40, ge=1, description="Events a socket may send at once before the rate applies."
+    )
+    socket_auth_recheck_seconds: float = Field(
+        1.0,
+        ge=0,
+        description="An open socket's token is checked against the database again on its "
+        "next event after this long (0: every event).",
+    )
 
     # --- services ------------------------------------------------------------------------
     database_url: str | None = Field(

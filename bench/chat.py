@@ -235,6 +235,9 @@ def gateway_process(settings: Settings) -> Iterator[str]:
         "SKILLHIVE_DATABASE_URL": settings.effective_database_url,
         "SKILLHIVE_DATA_DIR": str(settings.data_dir),
         "SKILLHIVE_LOG_LEVEL": "WARNING",
+        # One socket here sends turns back to back, far beyond a person's pace: no rate limit.
+        "SKILLHIVE_SOCKET_EVENTS_PER_SECOND": "1000000",
+        "SKILLHIVE_SOCKET_EVENT_BURST": "1000000",
     }
     process = subprocess.Popen([sys.executable, "-m", "bench._gateway", str(port)], env=env)
     url = f"http://127.0.0.1:{port}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -19,6 +20,7 @@ USER_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
 # Writing last_used_at on every request would turn each read into a write; once a minute is
 # precise enough for "when was this token last used" and keeps hot paths read-only.
 LAST_USED_RESOLUTION = timedelta(seconds=60)
+REFUSALS_BATCH = 500  # token ids per query when open sockets are checked again
 
 
 @dataclass(frozen=True)
@@ -110,8 +112,19 @@ async def revoke_token(session: AsyncSession, user_id: int, token_id: int) -> No
         token.revoked_at = utcnow()
 
 
-async def authenticate(session: AsyncSession, secret: str) -> User:
-    """The active user owning an unrevoked, unexpired token, or `Unauthorized`."""
+def refusal(token: ApiToken, user: User, now: datetime) -> Unauthorized | None:
+    """Why `token` no longer authorizes (the 401 REST answers), or None while it does."""
+    if token.revoked_at is not None:
+        return Unauthorized("token revoked", code="token_revoked")
+    if token.expires_at is not None and token.expires_at <= now:
+        return Unauthorized("token expired", code="token_expired")
+    if not user.is_active or user.id == SYSTEM_USER_ID:
+        return Unauthorized("user is deactivated", code="user_inactive")
+    return None
+
+
+async def authenticate_token(session: AsyncSession, secret: str) -> tuple[User, ApiToken]:
+    """The active user owning an unrevoked, unexpired token, and that token; or `Unauthorized`."""
     row = (
         await session.execute(
             select(ApiToken, User)
@@ -123,15 +136,38 @@ async def authenticate(session: AsyncSession, secret: str) -> User:
     if row is None:
         raise Unauthorized("unknown token", code="invalid_token")
     token, user = row
-    if token.revoked_at is not None:
-        raise Unauthorized("token revoked", code="token_revoked")
-    if token.expires_at is not None and token.expires_at <= now:
-        raise Unauthorized("token expired", code="token_expired")
-    if not user.is_active or user.id == SYSTEM_USER_ID:
-        raise Unauthorized("user is deactivated", code="user_inactive")
+    refused = refusal(token, user, now)
+    if refused is not None:
+        raise refused
     if token.last_used_at is None or now - token.last_used_at >= LAST_USED_RESOLUTION:
         await session.execute(
             update(ApiToken).where(ApiToken.id == token.id).values(last_used_at=now)
         )
         await session.commit()
+    return user, token
+
+
+async def authenticate(session: AsyncSession, secret: str) -> User:
+    """The active user owning an unrevoked, unexpired token, or `Unauthorized`."""
+    user, _ = await authenticate_token(session, secret)
     return user
+
+
+async def refusals(session: AsyncSession, token_ids: Collection[int]) -> dict[int, Unauthorized]:
+    """The tokens among `token_ids` that stopped authorizing, each with REST's 401."""
+    now = utcnow()
+    ids = sorted(set(token_ids))
+    refused = {token_id: Unauthorized("unknown token", code="invalid_token") for token_id in ids}
+    for start in range(0, len(ids), REFUSALS_BATCH):
+        rows = await session.execute(
+            select(ApiToken, User)
+            .join(User, User.id == ApiToken.user_id)
+            .where(ApiToken.id.in_(ids[start : start + REFUSALS_BATCH]))
+        )
+        for token, user in rows:
+            verdict = refusal(token, user, now)
+            if verdict is None:
+                del refused[token.id]
+            else:
+                refused[token.id] = verdict
+    return refused

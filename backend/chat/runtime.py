@@ -26,6 +26,7 @@ from backend.chat.stream import RedisStreamDispatcher
 from backend.chat.turns import TurnRunner
 from backend.config import Settings
 from backend.ws.rooms import SocketIOFrontendChannel, SocketIOSink
+from backend.ws.server import SocketServer
 from chat_shell.sandbox import BubblewrapSandbox
 from chat_shell.tools.pending_requests import (
     InMemoryPendingRequestRegistry,
@@ -36,11 +37,9 @@ from chat_shell.tools.pending_requests import (
 DEFAULT_TITLE = "New conversation"
 
 
-def socketio_server(settings: Settings) -> socketio.AsyncServer:
+def socketio_server(settings: Settings) -> SocketServer:
     manager = socketio.AsyncRedisManager(settings.redis_url) if settings.redis_url else None
-    return socketio.AsyncServer(
-        async_mode="asgi", cors_allowed_origins=settings.cors_origins, client_manager=manager
-    )
+    return SocketServer(settings, client_manager=manager)
 
 
 class ChatRuntime:

@@ -22,7 +22,7 @@ from backend.chat.builder import TurnInputs, build_turn_request, needs_secrets
 from backend.chat.events import EventData, EventSink, message_json
 from backend.config import Settings
 from backend.db.models import Message
-from backend.errors import SkillhiveError
+from backend.errors import SkillhiveError, Unauthorized
 from backend.ghosts.resolve import resolve_ghost, resolve_skills
 from backend.secrets import service as secrets
 from chat_shell.agent.runner import run_turn
@@ -122,6 +122,8 @@ class TurnRunner:
             if window.user_message is None:
                 raise SkillhiveError("the user message is gone", code="message_not_found")
             conversation, user = await conversations.with_owner(session, conversation_id)
+            if not user.is_active:  # deactivated while the turn waited: none of its secrets
+                raise Unauthorized("user is deactivated", code="user_inactive")
             ghost, owner_scope = await resolve_ghost(session, user.id, conversation.ghost)
             skills = await resolve_skills(session, owner_scope, ghost["spec"].get("skills", []))
             user_secrets: dict[str, str] = {}

@@ -1,7 +1,9 @@
 """The `/chat` Socket.IO namespace (class-based, python-socketio).
 
 Events with a colon (`chat:send`) are dispatched to `on_chat_send`. Every handler answers with
-an ack: `{"ok": true, ...}` or the REST error shape `{"ok": false, "error": {...}}`.
+an ack: `{"ok": true, ...}` or the REST error shape `{"ok": false, "error": {...}}`. What every
+event passes before it gets here (frame shape, reserved names, rate limit, live authorization)
+is `backend/ws/server.py`.
 """
 
 from __future__ import annotations
@@ -12,10 +14,10 @@ from typing import Any
 import socketio
 from pydantic import BaseModel, Field, ValidationError
 
-from backend.auth.service import authenticate
 from backend.chat import conversations
 from backend.chat.runtime import ChatRuntime
 from backend.errors import InvalidRequest, SkillhiveError, Unauthorized
+from backend.ws.live_auth import LiveAuth
 from backend.ws.rooms import NAMESPACE, conversation_room, user_room
 
 log = logging.getLogger("skillhive.ws")
@@ -51,16 +53,18 @@ def _parse(model: type[BaseModel], data: Any) -> Any:
 
 
 class ChatNamespace(socketio.AsyncNamespace):  # type: ignore[misc]
-    def __init__(self, runtime: ChatRuntime) -> None:
+    def __init__(self, runtime: ChatRuntime, live_auth: LiveAuth) -> None:
         super().__init__(NAMESPACE)
         self.runtime = runtime
+        self.live_auth = live_auth
 
     async def trigger_event(self, event: str, *args: Any) -> Any:
+        # `connect` and `disconnect` come from python-socketio only: the server refuses clients'
         handler_name = "on_" + event.replace(":", "_")
         if event not in ("connect", "disconnect") and not hasattr(self, handler_name):
             return {
                 "ok": False,
-                **InvalidRequest(f"unknown event {event!r}", code="unknown_event").to_dict(),
+                **InvalidRequest(f"unknown event {event[:64]!r}", code="unknown_event").to_dict(),
             }
         try:
             return await super().trigger_event(event.replace(":", "_"), *args)
@@ -80,17 +84,18 @@ class ChatNamespace(socketio.AsyncNamespace):  # type: ignore[misc]
         try:
             if not isinstance(token, str) or not token:
                 raise Unauthorized("connect with auth: {token}", code="missing_token")
-            async with self.runtime.sessionmaker() as session:
-                user = await authenticate(session, token)
+            grant = await self.live_auth.authenticate(token)
         except SkillhiveError as exc:
             # The client's connect_error gets {message, data: {"error": {code, message, details}}}
             raise socketio.exceptions.ConnectionRefusedError(exc.message, exc.to_dict()) from exc
-        await self.save_session(sid, {"user_id": user.id})
-        await self.enter_room(sid, user_room(user.id))
+        await self.enter_room(sid, user_room(grant.user_id))
+        self.live_auth.admit(sid, grant)
+
+    async def on_disconnect(self, sid: str, reason: str | None = None) -> None:
+        self.live_auth.forget(sid)
 
     async def _user_id(self, sid: str) -> int:
-        session = await self.get_session(sid)
-        return int(session["user_id"])
+        return self.live_auth.user_id(sid)
 
     async def _owned(
         self, sid: str, data: Any, model: type[BaseModel] = _ConversationRef
@@ -113,6 +118,8 @@ class ChatNamespace(socketio.AsyncNamespace):  # type: ignore[misc]
 
     async def on_chat_send(self, sid: str, data: Any = None) -> dict[str, Any]:
         user_id, payload = await self._owned(sid, data, _Send)
+        # The sender hears its turn even if it never sent `conversation:join` (a naive client).
+        await self.enter_room(sid, conversation_room(payload.conversation_id))
         message_id = await self.runtime.send(user_id, payload.conversation_id, payload.content)
         return {"ok": True, "message_id": message_id}
 

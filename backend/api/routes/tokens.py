@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from fastapi import APIRouter, Response
+from fastapi import APIRouter, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from backend.api.deps import CurrentUser, SessionDep
 from backend.auth import service
+from backend.auth.notices import AuthEnded, auth_notices
 from backend.db.types import utcnow
 
 router = APIRouter(prefix="/tokens", tags=["tokens"])
@@ -53,7 +54,10 @@ async def create_token(body: TokenCreate, user: CurrentUser, session: SessionDep
 
 
 @router.delete("/{token_id}", status_code=204)
-async def revoke_token(token_id: int, user: CurrentUser, session: SessionDep) -> Response:
+async def revoke_token(
+    token_id: int, user: CurrentUser, session: SessionDep, request: Request
+) -> Response:
     await service.revoke_token(session, user.id, token_id)
     await session.commit()
+    await auth_notices(request).ended(AuthEnded(token_id=token_id))
     return Response(status_code=204)

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Literal
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from pydantic import BaseModel, Field
 
 from backend.api.deps import AdminUser, SessionDep
 from backend.api.routes.me import UserOut
 from backend.auth import service
+from backend.auth.notices import AuthEnded, auth_notices
 from backend.errors import InvalidRequest
 
 router = APIRouter(prefix="/users", tags=["users"])
@@ -48,7 +49,7 @@ async def create_user(body: UserCreate, _: AdminUser, session: SessionDep) -> Us
 
 @router.patch("/{user_id}")
 async def patch_user(
-    user_id: int, body: UserPatch, admin: AdminUser, session: SessionDep
+    user_id: int, body: UserPatch, admin: AdminUser, session: SessionDep, request: Request
 ) -> UserOut:
     user = await service.get_user(session, user_id)
     if user.id == admin.id and (body.is_active is False or body.role == "user"):
@@ -60,4 +61,6 @@ async def patch_user(
     if body.role is not None:
         user.role = body.role
     await session.commit()
+    if body.is_active is False:
+        await auth_notices(request).ended(AuthEnded(user_id=user.id))
     return UserOut.model_validate(user)

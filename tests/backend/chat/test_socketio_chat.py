@@ -47,11 +47,11 @@ class Recorder:
 
         client.on("*", record, namespace="/chat")
 
-    async def wait(self, event: str, count: int = 1) -> Any:
+    async def wait(self, event: str, count: int = 1, *, deadline_s: float = 20) -> Any:
         async def arrived() -> bool:
             return len(self.events[event]) >= count
 
-        await eventually(arrived, deadline_s=20)
+        await eventually(arrived, deadline_s=deadline_s)
         return self.events[event][count - 1]
 
 
@@ -97,6 +97,18 @@ async def test_socketio_chat_streams_to_every_socket_of_the_room(
         phases = [t["phase"] for t in recorder.events["chat:tool"]]
         assert phases == ["start", "end"]
         assert recorder.order[0] == "chat:start"
+
+
+async def test_sending_joins_the_senders_socket_to_the_conversation(
+    client: httpx.AsyncClient, chat: ChatSetup, openai_server: FakeOpenAIServer, connect: Any
+) -> None:
+    cid = await chat.conversation(client)
+    sock, seen = await connect(chat.account)  # a naive client: no conversation:join first
+    openai_server.script(Reply(text="You get this answer."))
+    assert (await call(sock, "chat:send", {"conversation_id": cid, "content": "hi"}))["ok"]
+    done = await seen.wait("chat:done")
+    assert done["message"]["content"] == "You get this answer."
+    assert seen.order[0] == "chat:start"
 
 
 async def test_bad_tokens_are_refused_with_the_error_shape(server_url: str) -> None:

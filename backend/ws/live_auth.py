@@ -1,0 +1,211 @@
+"""Authorization that stays live on the open sockets of this gateway.
+
+Each socket keeps the grant it connected with (token id, user id, expiry). It is ended (an
+`auth:error {error}` event, then a disconnect) when
+- its token expires: a timer per socket;
+- a notice says its token was revoked or its user deactivated (`backend/auth/notices.py`): the
+  gateway asks the database which of its sockets are affected. With Redis, notices travel on a
+  channel every gateway listens to; a gateway that was cut off from it checks all its sockets
+  when it subscribes again, since notices sent meanwhile are lost;
+- an event finds it refused: an event checks the database again when the socket's last check is
+  older than `socket_auth_recheck_seconds`.
+Until it is gone, every event of an ended socket is refused with the 401 code REST answers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Collection, Coroutine
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import redis.asyncio as aioredis
+import socketio
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from backend.auth import service
+from backend.auth.notices import CHANNEL, AuthEnded
+from backend.config import Settings
+from backend.db.types import utcnow
+from backend.errors import Unauthorized
+from backend.ws.rooms import NAMESPACE
+
+log = logging.getLogger("skillhive.ws")
+
+ENDED_EVENT = "auth:error"
+RESUBSCRIBE_S = 1.0  # after losing the notice channel
+
+
+@dataclass
+class Grant:
+    token_id: int
+    user_id: int
+    expires_at: datetime | None
+    checked_at: float  # event loop time of the last database check
+    refused: Unauthorized | None = None
+    ending: bool = False
+    timer: asyncio.TimerHandle | None = None
+
+
+def _expired() -> Unauthorized:
+    return Unauthorized("token expired", code="token_expired")
+
+
+class LiveAuth:
+    def __init__(self, server: socketio.AsyncServer, settings: Settings) -> None:
+        self.server = server
+        self.recheck_s = settings.socket_auth_recheck_seconds
+        self._grants: dict[str, Grant] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._sessionmaker: async_sessionmaker[AsyncSession] | None = None
+        self._redis: aioredis.Redis | None = None
+
+    def start(
+        self, sessionmaker: async_sessionmaker[AsyncSession], redis: aioredis.Redis | None
+    ) -> None:
+        self._sessionmaker = sessionmaker
+        self._redis = redis
+        if redis is not None:
+            self._spawn(self._listen(redis))
+
+    async def aclose(self) -> None:
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    @property
+    def sessionmaker(self) -> async_sessionmaker[AsyncSession]:
+        assert self._sessionmaker is not None, "LiveAuth.start() runs in the app lifespan"
+        return self._sessionmaker
+
+    # --- sockets -------------------------------------------------------------------------
+
+    async def authenticate(self, secret: str) -> Grant:
+        """The grant of a connecting socket, or `Unauthorized` (as REST answers)."""
+        async with self.sessionmaker() as session:
+            user, token = await service.authenticate_token(session, secret)
+        loop = asyncio.get_running_loop()
+        return Grant(token.id, user.id, token.expires_at, checked_at=loop.time())
+
+    def admit(self, sid: str, grant: Grant) -> None:
+        """The socket is connected on this grant (the last step of connecting)."""
+        self._grants[sid] = grant
+        if grant.expires_at is not None:
+            delay = (grant.expires_at - utcnow()).total_seconds()
+            loop = asyncio.get_running_loop()
+            grant.timer = loop.call_later(max(delay, 0), self._refuse, sid, _expired())
+
+    def forget(self, sid: str) -> None:
+        grant = self._grants.pop(sid, None)
+        if grant is not None and grant.timer is not None:
+            grant.timer.cancel()
+
+    def user_id(self, sid: str) -> int:
+        grant = self._grants.get(sid)
+        if grant is None:
+            raise Unauthorized("the socket is not authenticated", code="invalid_token")
+        return grant.user_id
+
+    async def check(self, sid: str) -> Unauthorized | None:
+        """Why an event of this socket is refused (see `end`), or None."""
+        grant = self._grants.get(sid)
+        if grant is None:
+            return Unauthorized("the socket is not authenticated", code="invalid_token")
+        if grant.refused is None and grant.expires_at is not None:
+            if grant.expires_at <= utcnow():
+                grant.refused = _expired()
+        now = asyncio.get_running_loop().time()
+        if grant.refused is None and now - grant.checked_at >= self.recheck_s:
+            grant.checked_at = now
+            async with self.sessionmaker() as session:
+                refused = await service.refusals(session, [grant.token_id])
+            grant.refused = grant.refused or refused.get(grant.token_id)
+        return grant.refused
+
+    async def end(self, sid: str) -> None:
+        """Tell a refused socket why, then disconnect it (once)."""
+        grant = self._grants.get(sid)
+        if grant is None or grant.refused is None or grant.ending:
+            return
+        grant.ending = True
+        if grant.timer is not None:
+            grant.timer.cancel()
+        error = grant.refused.to_dict()
+        try:
+            await self.server.emit(
+                ENDED_EVENT, error, to=sid, namespace=NAMESPACE, ignore_queue=True
+            )
+        finally:
+            await self.server.disconnect(sid, namespace=NAMESPACE, ignore_queue=True)
+        log.info("ended socket %s of user %s: %s", sid, grant.user_id, error["error"]["code"])
+
+    def _refuse(self, sid: str, refused: Unauthorized) -> None:
+        grant = self._grants.get(sid)
+        if grant is None:
+            return
+        grant.refused = grant.refused or refused
+        self._spawn(self.end(sid))
+
+    async def _recheck(self, sids: Collection[str]) -> None:
+        """Ask the database about these sockets' tokens; end the refused ones."""
+        grants = {sid: self._grants[sid] for sid in sids if sid in self._grants}
+        if not grants:
+            return
+        async with self.sessionmaker() as session:
+            refused = await service.refusals(session, {g.token_id for g in grants.values()})
+        now = asyncio.get_running_loop().time()
+        for sid, grant in grants.items():
+            grant.checked_at = now
+            if grant.token_id in refused:
+                self._refuse(sid, refused[grant.token_id])
+
+    # --- notices (backend.auth.notices.AuthNotices) --------------------------------------
+
+    async def ended(self, notice: AuthEnded) -> None:
+        try:
+            if self._redis is None:  # embedded mode: this is the only gateway
+                await self._apply(notice)
+            else:
+                await self._redis.publish(CHANNEL, notice.encode())
+        except Exception as exc:  # the change is committed; events still see it (docstring)
+            log.warning("could not hand over %s: %s", notice, exc)
+
+    async def _apply(self, notice: AuthEnded) -> None:
+        await self._recheck(
+            [
+                sid
+                for sid, grant in self._grants.items()
+                if grant.token_id == notice.token_id or grant.user_id == notice.user_id
+            ]
+        )
+
+    async def _listen(self, redis: aioredis.Redis) -> None:
+        while True:
+            pubsub = redis.pubsub()
+            try:
+                await pubsub.subscribe(CHANNEL)
+                async for message in pubsub.listen():
+                    if message["type"] == "subscribe":  # also after redis-py reconnected
+                        await self._recheck(list(self._grants))
+                    elif message["type"] == "message":
+                        notice = AuthEnded.decode(message["data"])
+                        if notice is not None:
+                            await self._apply(notice)
+            except Exception as exc:
+                log.warning("auth notices: %s; subscribing again", exc)
+                await asyncio.sleep(RESUBSCRIBE_S)
+            finally:
+                await pubsub.aclose()  # type: ignore[no-untyped-call]
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._finished)
+
+    def _finished(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("live auth task failed", exc_info=task.exception())

@@ -1,0 +1,182 @@
+"""What every client frame passes before a handler runs: reserved names, the event rate limit,
+malformed or too deeply nested frames, and the origin check of the handshake."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+import websockets
+
+from tests.backend.chat.conftest import ChatSetup
+from tests.conftest import Account
+
+
+@pytest.fixture
+def quiet_log(caplog: pytest.LogCaptureFixture) -> Iterator[pytest.LogCaptureFixture]:
+    """Fails the test if anything logged an error or a traceback (the live server logs in this
+    process)."""
+    caplog.set_level(logging.INFO)
+    yield caplog
+    bad = [
+        f"{r.name} {r.levelname}: {r.getMessage()}"
+        for r in caplog.get_records("call")
+        if r.levelno >= logging.ERROR or r.exc_info or r.exc_text
+    ]
+    assert bad == []
+
+
+async def test_a_client_emitting_connect_cannot_switch_identity(
+    client: httpx.AsyncClient, chat: ChatSetup, bob: Account, serve: Any, connect: Any
+) -> None:
+    url = serve()
+    cid = await chat.conversation(client)
+    sock = await connect(url, bob.token)
+    for reserved in ("connect", "disconnect", "connect_error"):
+        # the arguments python-socketio passes a connect handler: (environ, auth)
+        refused = await sock.call(reserved, ({}, {"token": chat.account.token}), wait_s=5)
+        assert refused["ok"] is False and refused["error"]["code"] == "unknown_event"
+    still_bob = await sock.call("conversation:join", {"conversation_id": cid})
+    assert still_bob["error"]["code"] == "conversation_not_found"
+    assert not sock.disconnects
+
+
+async def test_events_beyond_the_rate_limit_are_answered_rate_limited(
+    alice: Account, serve: Any, connect: Any
+) -> None:
+    url = serve(socket_events_per_second=0.001, socket_event_burst=3)  # no refill in the test
+    sock = await connect(url, alice.token)
+    acks = [await sock.call("conversation:leave", {"conversation_id": "c"}) for _ in range(5)]
+    assert acks[:3] == [{"ok": True}] * 3
+    for ack in acks[3:]:
+        assert ack["ok"] is False and ack["error"]["code"] == "rate_limited"
+    assert not sock.disconnects
+
+
+class RawSocket:
+    """A WebSocket speaking Engine.IO/Socket.IO by hand, to send what no client library would."""
+
+    def __init__(self, ws: Any) -> None:
+        self.ws = ws
+
+    @classmethod
+    async def open(cls, url: str, token: str) -> RawSocket:
+        ws_url = url.replace("http://", "ws://") + "/socket.io/?EIO=4&transport=websocket"
+        raw = cls(await websockets.connect(ws_url))
+        assert (await raw.recv()).startswith("0{")  # Engine.IO open
+        await raw.ws.send("40/chat," + json.dumps({"token": token}))
+        assert (await raw.recv()).startswith("40/chat,{")  # Socket.IO connect accepted
+        return raw
+
+    async def recv(self) -> str:
+        frame = await self.ws.recv()
+        return str(frame)
+
+    async def ack(self, frame: str) -> Any:
+        """Send a frame expecting an ack; the ack's payload."""
+        await self.ws.send(frame)
+        answer = await self.recv()
+        assert answer.startswith("43/chat,"), answer
+        return json.loads(answer[len("43/chat,") :].lstrip("0123456789"))[0]
+
+    async def closed(self) -> bool:
+        """The server closed the connection or the Engine.IO session (a CLOSE packet)."""
+        try:
+            return await asyncio.wait_for(self.ws.recv(), 5) == "1"
+        except websockets.ConnectionClosed:
+            return True
+        except TimeoutError:
+            return False
+
+
+def nested(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        '["conversation:join",{"conversation_id":' + nested(40) + "}]",  # deeper than allowed
+        '["conversation:join",' + nested(100_000) + "]",  # deeper than Python can parse
+        '["conversation:join",{"conversation_id":"c"',  # not JSON
+        "[]",  # no event name
+        "{}",
+        "[1,2]",  # a name that is not a string
+    ],
+)
+async def test_bad_event_frames_are_refused_without_a_traceback(
+    alice: Account, serve: Any, quiet_log: pytest.LogCaptureFixture, payload: str
+) -> None:
+    url = serve()
+    raw = await RawSocket.open(url, alice.token)
+    refused = await raw.ack("42/chat,7" + payload)
+    assert refused["ok"] is False and refused["error"]["code"] == "invalid_frame"
+    assert await raw.ack('42/chat,8["conversation:leave",{"conversation_id":"c"}]') == {"ok": True}
+    await raw.ws.close()
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        "",
+        "x",
+        "4[[[",  # an Engine.IO message that is not a Socket.IO packet
+        "4" + nested(100_000),
+        "49zz",  # an unknown Socket.IO packet type
+        "4x/chat,1[]",
+        '451-/chat,1["conversation:join",{"_placeholder":true,"num":0}]',  # binary: not spoken
+        b"\x00\x01",
+        "42/chat," + "1" * 101 + '["conversation:leave",{"conversation_id":"c"}]',  # ack id
+    ],
+)
+async def test_malformed_frames_close_the_connection_without_a_traceback(
+    alice: Account, serve: Any, quiet_log: pytest.LogCaptureFixture, frame: str | bytes
+) -> None:
+    url = serve()
+    raw = await RawSocket.open(url, alice.token)
+    await raw.ws.send(frame)
+    assert await raw.closed()
+    again = await RawSocket.open(url, alice.token)  # the server is fine
+    leave = '42/chat,1["conversation:leave",{"conversation_id":"c"}]'
+    assert await again.ack(leave) == {"ok": True}
+    await again.ws.close()
+
+
+async def test_a_malformed_polling_payload_is_refused_without_a_traceback(
+    alice: Account, serve: Any, quiet_log: pytest.LogCaptureFixture
+) -> None:
+    url = serve()
+    async with httpx.AsyncClient(base_url=url + "/socket.io/") as polling:
+        opened = await polling.get("", params={"EIO": "4", "transport": "polling"})
+        sid = json.loads(opened.text[1:])["sid"]
+        params = {"EIO": "4", "transport": "polling", "sid": sid}
+        assert (await polling.post("", params=params, content="x")).status_code == 400
+
+
+async def handshake(url: str, origin: str | None) -> int:
+    headers = {"Origin": origin} if origin else {}
+    params = {"EIO": "4", "transport": "polling"}
+    async with httpx.AsyncClient() as http:
+        response = await http.get(url + "/socket.io/", params=params, headers=headers)
+    return response.status_code
+
+
+async def test_an_empty_origin_list_means_same_origin_only(serve: Any) -> None:
+    url = serve(cors_origins=[])
+    assert await handshake(url, "http://evil.example") == 400
+    assert await handshake(url, url) == 200  # the page the gateway serves itself
+    assert await handshake(url, None) == 200  # not a browser: no origin to check
+    ws_url = url.replace("http://", "ws://") + "/socket.io/?EIO=4&transport=websocket"
+    with pytest.raises(websockets.InvalidStatus):
+        await websockets.connect(ws_url, origin=websockets.Origin("http://evil.example"))
+
+
+async def test_listed_origins_are_allowed_and_others_refused(serve: Any) -> None:
+    url = serve(cors_origins=["http://app.example"])
+    assert await handshake(url, "http://app.example") == 200
+    assert await handshake(url, "http://evil.example") == 400
