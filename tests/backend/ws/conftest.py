@@ -14,7 +14,7 @@ import socketio
 
 from backend.app import create_asgi_app
 from backend.config import Settings
-from tests.backend.chat.conftest import ChatSetup, make_setup
+from tests.backend.chat.conftest import LOOPBACK_ALLOW, ChatSetup, make_setup
 from tests.backend.chat.test_socketio_chat import Recorder
 from tests.conftest import Account
 from tests.fake_openai_server import FakeOpenAIServer
@@ -24,6 +24,12 @@ from tests.support.wait import eventually
 # The issue asks for a disconnect within one second; tests wait on the condition with this
 # deadline (one second plus a margin for a loaded machine), they never assert a duration.
 DISCONNECT_DEADLINE_S = 3.0
+
+
+@pytest.fixture
+def settings(settings: Settings) -> Settings:
+    """The chat tests' scripted model server is on loopback: reached through an explicit allow."""
+    return settings.model_copy(update={"egress_allow": LOOPBACK_ALLOW})
 
 
 @pytest.fixture
