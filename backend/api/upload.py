@@ -11,7 +11,7 @@ from fastapi import Request
 from python_multipart.multipart import MultipartParser, parse_options_header
 
 from backend.errors import InvalidRequest
-from backend.skills.archive import check_archive_size
+from backend.skills.package import check_archive_size
 from backend.skills.errors import PackageError
 from backend.skills.limits import ArchiveLimits
 

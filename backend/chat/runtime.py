@@ -72,9 +72,7 @@ class ChatRuntime:
             sessionmaker=sessionmaker,
             settings=self.settings,
             cipher=cipher,
-            package_source=DatabasePackageSource(
-                sessionmaker, max_bytes=self.settings.package_cache_bytes
-            ),
+            package_source=DatabasePackageSource.from_settings(sessionmaker, self.settings),
             frontend=frontend,
             sinks=[bus, SocketIOSink(self.sio)],
             pending_requests=self._registry,
