@@ -78,6 +78,9 @@ class Settings(BaseSettings):
         description="The ratio cap applies to entries larger than this.",
     )
     max_skill_md_bytes: int = Field(1 * MiB, ge=1, description="SKILL.md size cap.")
+    max_json_body_bytes: int = Field(
+        1 * MiB, ge=1, description="Body cap of JSON routes (uploads and /apply have their own)."
+    )
     builtin_skills_dir: Path | None = Field(
         None, description="Folder of built-in public skills; unset: `skills/` of the install."
     )

@@ -2,8 +2,9 @@
 
 Every refusal is a `PackageError` whose `details["entry"]` names the offending archive entry
 when there is one. The archive and layout rules live in the one package reader
-(`chat_shell/packages`); `translated()` turns its refusals into these, code for code. Status: 413 for an archive over the size cap, 404 for a file that is not in
-the package, 422 for everything else (the bytes arrived fine; their content breaks a rule).
+(`chat_shell/packages`); `translated()` turns its refusals into these, code for code.
+Status: 413 for an archive over the size cap, 404 for a file that is not in the package, 422
+for everything else (the bytes arrived fine; their content breaks a rule).
 """
 
 from __future__ import annotations

@@ -197,9 +197,7 @@ def _check_name(name: str, seen: set[str]) -> None:
 
 def _check_storage(info: zipfile.ZipInfo, name: str, limits: ArchiveLimits) -> None:
     if info.flag_bits & 0x1:
-        raise PackageReadError(
-            ReadCode.ENCRYPTED_ENTRY, f"entry {name!r} is encrypted", entry=name
-        )
+        raise PackageReadError(ReadCode.ENCRYPTED_ENTRY, f"entry {name!r} is encrypted", entry=name)
     if info.compress_type not in _SUPPORTED_COMPRESSION:
         raise PackageReadError(
             ReadCode.UNSUPPORTED_COMPRESSION,
@@ -226,9 +224,7 @@ def _regular_mode(info: zipfile.ZipInfo, name: str) -> int | None:
     unix = info.external_attr >> 16
     kind = stat.S_IFMT(unix)
     if kind == stat.S_IFLNK:
-        raise PackageReadError(
-            ReadCode.SYMLINK_ENTRY, f"entry {name!r} is a symlink", entry=name
-        )
+        raise PackageReadError(ReadCode.SYMLINK_ENTRY, f"entry {name!r} is a symlink", entry=name)
     is_dir = name.endswith("/")
     if kind not in (0, stat.S_IFDIR if is_dir else stat.S_IFREG):
         raise PackageReadError(

@@ -79,4 +79,3 @@ def open_package(
     if verify:
         archive.verify()
     return Package(archive, layout)
-
