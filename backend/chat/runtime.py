@@ -102,7 +102,12 @@ class ChatRuntime:
         return self._registry
 
     async def send(self, user_id: int, conversation_id: str, content: str) -> int:
-        """Store the user's message and start the turn; 409 if one is running."""
+        """Store the user's message and start the turn; 404 unless the conversation is the
+        user's, then 409 if a turn runs in it."""
+        # Ownership before the claim: a 409 for someone else's busy conversation would tell
+        # them it exists.
+        async with self.sessionmaker() as session:
+            await conversations.get(session, user_id, conversation_id)
 
         async def store() -> int:
             async with self.sessionmaker() as session:
