@@ -7,7 +7,7 @@ from typing import Literal
 from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
-from backend.api.deps import AdminUser, SessionDep
+from backend.api.deps import AdminUser, RowId, SessionDep
 from backend.api.routes.me import UserOut
 from backend.auth import service
 from backend.errors import InvalidRequest
@@ -48,7 +48,7 @@ async def create_user(body: UserCreate, _: AdminUser, session: SessionDep) -> Us
 
 @router.patch("/{user_id}")
 async def patch_user(
-    user_id: int, body: UserPatch, admin: AdminUser, session: SessionDep
+    user_id: RowId, body: UserPatch, admin: AdminUser, session: SessionDep
 ) -> UserOut:
     user = await service.get_user(session, user_id)
     if user.id == admin.id and (body.is_active is False or body.role == "user"):

@@ -324,7 +324,7 @@ async def test_conversations_and_messages_are_paginated(
         "/api/v1/conversations?continue=nope",
         f"/api/v1/conversations/{cid}/messages?continue=x",
     ):
-        assert_error(await client.get(bad, headers=chat.account.headers), 422, "invalid_continue")
+        assert_error(await client.get(bad, headers=chat.account.headers), 422, "invalid_cursor")
 
 
 async def test_a_turn_whose_conversation_vanished_ends_once_with_an_error(app: Any) -> None:
