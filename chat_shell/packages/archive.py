@@ -42,9 +42,8 @@ class ArchiveEntry(EntryData):
 class SafeArchive:
     """A ZIP whose central directory and local headers passed `open_archive`."""
 
-    def __init__(self, data: bytes, entries: list[ArchiveEntry], limits: ArchiveLimits) -> None:
+    def __init__(self, data: bytes, entries: list[ArchiveEntry]) -> None:
         self._data = data
-        self._limits = limits
         self.all_entries = entries
         self.entries = [e for e in entries if not e.is_dir]  # the regular files
 
@@ -56,14 +55,11 @@ class SafeArchive:
     def verify(self) -> None:
         """Inflate every entry once (nothing kept): real sizes and CRCs must match the headers.
 
-        Each stream stops one byte past its declared size, and the declared sizes passed the
-        caps, so a lying header costs at most what an honest one may."""
-        total = 0
+        Each stream stops one byte past its entry's declared size, and the declared sizes
+        already passed the total and ratio caps: so the caps hold for the real bytes too, and a
+        lying header costs at most what an honest one may."""
         for entry in self.all_entries:
             inflate(self._data, entry, keep=False)
-            total += entry.size  # now proven real
-            if total > self._limits.max_uncompressed_bytes:  # unreachable unless caps change
-                raise _too_large(entry.name, self._limits)
 
 
 def check_archive_size(size: int, limits: ArchiveLimits) -> None:
@@ -117,7 +113,7 @@ def open_archive(data: bytes, limits: ArchiveLimits) -> SafeArchive:
             )
         )
     _check_no_overlap(entries)
-    return SafeArchive(data, entries, limits)
+    return SafeArchive(data, entries)
 
 
 def _too_large(name: str, limits: ArchiveLimits) -> PackageReadError:
