@@ -13,6 +13,7 @@ from langchain_core.language_models import BaseChatModel
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from backend.api.access_log import AccessLogMiddleware
+from backend.api.body_limits import BodyLimitMiddleware
 from backend.api.errors import install_error_handlers
 from backend.api.routes import (
     apply,
@@ -125,7 +126,8 @@ def create_app(
     app.state.sandbox = sandbox
     app.state.auth_notices = sio.live_auth  # routes that end authorization tell open sockets
     install_error_handlers(app)
-    app.add_middleware(AccessLogMiddleware)
+    app.add_middleware(BodyLimitMiddleware, settings=settings)
+    app.add_middleware(AccessLogMiddleware)  # added last: outermost, it logs every answer
     app.include_router(health.router)
     app.include_router(_api_router())
     return app

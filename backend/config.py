@@ -14,6 +14,7 @@ from pydantic import Field, SecretStr, ValidationError, ValidationInfo, field_va
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from chat_shell.net.egress import EgressPolicy
+from chat_shell.packages.limits import DEFAULT_ARCHIVE_LIMITS as _ARCHIVE
 
 ENV_PREFIX = "SKILLHIVE_"
 
@@ -80,14 +81,28 @@ class Settings(BaseSettings):
     )
 
     # --- skill package limits (docs/architecture.md) ------------------------------------
-    max_archive_bytes: int = Field(10 * MiB, ge=1, description="Compressed upload size cap.")
-    max_archive_entries: int = Field(1000, ge=1, description="Entries per archive.")
-    max_uncompressed_bytes: int = Field(100 * MiB, ge=1, description="Sum of entry sizes.")
-    max_compression_ratio: float = Field(100.0, gt=1, description="Per-entry ratio cap.")
+    # The package reader's defaults (chat_shell/packages/limits.py) are these settings' defaults.
+    max_archive_bytes: int = Field(
+        _ARCHIVE.max_archive_bytes, ge=1, description="Compressed upload size cap."
+    )
+    max_archive_entries: int = Field(
+        _ARCHIVE.max_archive_entries, ge=1, description="Entries per archive."
+    )
+    max_uncompressed_bytes: int = Field(
+        _ARCHIVE.max_uncompressed_bytes, ge=1, description="Sum of entry sizes."
+    )
+    max_compression_ratio: float = Field(
+        _ARCHIVE.max_compression_ratio, gt=1, description="Per-entry ratio cap."
+    )
     compression_ratio_min_bytes: int = Field(
-        1 * MiB, ge=0, description="The ratio cap applies to entries larger than this."
+        _ARCHIVE.compression_ratio_min_bytes,
+        ge=0,
+        description="The ratio cap applies to entries larger than this.",
     )
     max_skill_md_bytes: int = Field(1 * MiB, ge=1, description="SKILL.md size cap.")
+    max_json_body_bytes: int = Field(
+        1 * MiB, ge=1, description="Body cap of JSON routes (uploads and /apply have their own)."
+    )
     builtin_skills_dir: Path | None = Field(
         None, description="Folder of built-in public skills; unset: `skills/` of the install."
     )

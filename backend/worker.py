@@ -293,7 +293,7 @@ async def serve(settings: Settings, *, model: BaseChatModel | None = None) -> No
         sessionmaker=sessionmaker,
         settings=settings,
         cipher=load_cipher(settings),
-        package_source=DatabasePackageSource(sessionmaker, max_bytes=settings.package_cache_bytes),
+        package_source=DatabasePackageSource.from_settings(sessionmaker, settings),
         frontend=frontend,
         sinks=[RedisEventBus(redis), SocketIOSink(emitter)],
         pending_requests=registry,

@@ -13,10 +13,15 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from chat_shell.errors import ProviderLoadError
+from chat_shell.packages.limits import DEFAULT_ARCHIVE_LIMITS, ArchiveLimits
 
 
 class PackageSource(Protocol):
-    """Skill package bytes by content hash."""
+    """Skill package bytes by content hash, and the caps the host accepted them under: the
+    engine reads them (`chat_shell.packages.open_package`) with the same caps."""
+
+    @property
+    def limits(self) -> ArchiveLimits: ...
 
     async def get(self, sha256: str) -> bytes:
         """Return the ZIP whose SHA-256 is `sha256`; raise `ProviderLoadError` if unknown."""
@@ -35,7 +40,8 @@ class FrontendChannel(Protocol):
 class InMemoryPackageSource:
     """Packages held in a dict, keyed by their SHA-256."""
 
-    def __init__(self) -> None:
+    def __init__(self, limits: ArchiveLimits = DEFAULT_ARCHIVE_LIMITS) -> None:
+        self.limits = limits
         self._packages: dict[str, bytes] = {}
 
     def add(self, data: bytes) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Annotated
 
-from fastapi import Depends, Request
+from fastapi import Depends, Path, Request
 from fastapi.security import HTTPBearer
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -13,6 +13,7 @@ from backend.auth.service import authenticate
 from backend.config import Settings
 from backend.db.models import User
 from backend.errors import Forbidden, Unauthorized
+from backend.kinds.cursor import MAX_ID
 
 # Declared for OpenAPI's "Authorize" button; the header is parsed below for precise errors.
 _bearer_scheme = HTTPBearer(auto_error=False, description="API token: `Bearer shk_...`")
@@ -30,6 +31,8 @@ async def get_session(request: Request) -> AsyncIterator[AsyncSession]:
 
 SettingsDep = Annotated[Settings, Depends(get_settings_dep)]
 SessionDep = Annotated[AsyncSession, Depends(get_session)]
+# A numeric id in a path: out of the id columns' range is a 422, not a driver error (500).
+RowId = Annotated[int, Path(ge=0, le=MAX_ID)]
 
 
 def bearer_token(authorization: str | None) -> str:

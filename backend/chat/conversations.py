@@ -172,13 +172,13 @@ async def with_owner(session: AsyncSession, conversation_id: str) -> tuple[Conve
 
 
 async def messages_page(
-    session: AsyncSession, conversation_id: str, *, limit: int, after: int | None
-) -> tuple[list[Message], int | None]:
-    """Oldest first; `after` is the id of the last message of the previous page."""
+    session: AsyncSession, conversation_id: str, *, limit: int, token: str | None
+) -> tuple[list[Message], str | None]:
+    """Oldest first; `token` continues after the last message of the previous page."""
     stmt = select(Message).where(Message.conversation_id == conversation_id)
-    if after is not None:
-        stmt = stmt.where(Message.id > after)
+    if token is not None:
+        stmt = stmt.where(Message.id > cursor.decode_id(token))
     rows = list(await session.scalars(stmt.order_by(Message.id).limit(limit + 1)))
     more = len(rows) > limit
     rows = rows[:limit]
-    return rows, (rows[-1].id if more and rows else None)
+    return rows, (cursor.encode_id(rows[-1].id) if more and rows else None)

@@ -1,6 +1,8 @@
 """The chat engine's `PackageSource`: skill ZIPs from `skill_binaries`, cached by content hash.
 
-Content-addressed, so a cached entry can never be stale: a re-upload has a new hash.
+Content-addressed, so a cached entry can never be stale: a re-upload has a new hash. The engine
+reads the bytes with the one package reader (`chat_shell.packages`) under `limits`, the caps
+uploads were verified against, so it sees exactly the files the upload listed.
 """
 
 from __future__ import annotations
@@ -9,18 +11,37 @@ from collections import OrderedDict
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from backend.config import Settings
 from backend.skills import service as skills
+from backend.skills.limits import ArchiveLimits
 from chat_shell.errors import ProviderLoadError
 
 
 class DatabasePackageSource:
-    def __init__(self, sessionmaker: async_sessionmaker[AsyncSession], *, max_bytes: int) -> None:
+    def __init__(
+        self,
+        sessionmaker: async_sessionmaker[AsyncSession],
+        *,
+        max_bytes: int,
+        limits: ArchiveLimits | None = None,
+    ) -> None:
         self._sessionmaker = sessionmaker
         self._max_bytes = max_bytes
+        self.limits = limits or ArchiveLimits()
         self._cache: OrderedDict[str, bytes] = OrderedDict()
         self._bytes = 0
         self.hits = 0
         self.misses = 0
+
+    @classmethod
+    def from_settings(
+        cls, sessionmaker: async_sessionmaker[AsyncSession], settings: Settings
+    ) -> DatabasePackageSource:
+        return cls(
+            sessionmaker,
+            max_bytes=settings.package_cache_bytes,
+            limits=ArchiveLimits.from_settings(settings),
+        )
 
     async def get(self, sha256: str) -> bytes:
         cached = self._cache.get(sha256)

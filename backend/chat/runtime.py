@@ -79,9 +79,7 @@ class ChatRuntime:
             sessionmaker=sessionmaker,
             settings=self.settings,
             cipher=cipher,
-            package_source=DatabasePackageSource(
-                sessionmaker, max_bytes=self.settings.package_cache_bytes
-            ),
+            package_source=DatabasePackageSource.from_settings(sessionmaker, self.settings),
             frontend=frontend,
             sinks=[bus, SocketIOSink(self.sio)],
             pending_requests=self._registry,
@@ -112,7 +110,12 @@ class ChatRuntime:
         return self._registry
 
     async def send(self, user_id: int, conversation_id: str, content: str) -> int:
-        """Store the user's message and start the turn; 409 if one is running."""
+        """Store the user's message and start the turn; 404 unless the conversation is the
+        user's, then 409 if a turn runs in it."""
+        # Ownership before the claim: a 409 for someone else's busy conversation would tell
+        # them it exists.
+        async with self.sessionmaker() as session:
+            await conversations.get(session, user_id, conversation_id)
 
         async def store() -> int:
             async with self.sessionmaker() as session:

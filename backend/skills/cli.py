@@ -94,6 +94,14 @@ def push(
         typer.echo("error: set SKILLHIVE_TOKEN to an API token", err=True)
         raise typer.Exit(1)
     data = _archive_bytes(path)
+    cap = get_settings().max_archive_bytes
+    if len(data) > cap:  # the server would refuse it: do not send megabytes to hear that
+        typer.echo(
+            f"error: archive_too_large: the archive is {len(data)} bytes, the limit is {cap} "
+            "(SKILLHIVE_MAX_ARCHIVE_BYTES)",
+            err=True,
+        )
+        raise typer.Exit(1)
     package = _validate(data, strict=strict, public=public)  # fail fast, before uploading
     collection = "/api/v1/public/skills" if public else f"/api/v1/namespaces/{namespace}/skills"
     query = "?strict=true" if strict else ""

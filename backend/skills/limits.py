@@ -1,26 +1,20 @@
-"""The caps a skill package must respect, as one frozen value handed to the pure readers."""
+"""The caps a skill package must respect, as one frozen value handed to the pure readers.
+
+The archive caps are the package reader's (`chat_shell.packages.ArchiveLimits`, whose defaults
+are the settings' defaults); SKILL.md's caps are backend's, which parses it.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Any
 
 from backend.config import Settings
-
-
-def _setting(name: str) -> Any:
-    """The Settings default, so these caps are written down in one place only."""
-    return Settings.model_fields[name].default
+from chat_shell.packages import ArchiveLimits as ReaderLimits
 
 
 @dataclass(frozen=True)
-class ArchiveLimits:
-    max_archive_bytes: int = _setting("max_archive_bytes")
-    max_archive_entries: int = _setting("max_archive_entries")
-    max_uncompressed_bytes: int = _setting("max_uncompressed_bytes")
-    max_compression_ratio: float = _setting("max_compression_ratio")
-    compression_ratio_min_bytes: int = _setting("compression_ratio_min_bytes")
-    max_skill_md_bytes: int = _setting("max_skill_md_bytes")
+class ArchiveLimits(ReaderLimits):
+    max_skill_md_bytes: int = Settings.model_fields["max_skill_md_bytes"].default
     # Not a setting: frontmatter is metadata; 64 KiB is ~40x the largest one in the corpus.
     # It bounds YAML parsing time and, through the expansion budget, the stored JSON.
     max_frontmatter_bytes: int = 64 * 1024

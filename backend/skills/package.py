@@ -1,12 +1,10 @@
 """Reading a skill package: ZIP bytes in, a validated `SkillPackage` (or a `PackageError`) out.
 
-Pure functions over bytes. The cost is one SHA-256 pass, one pass over the central directory
-and the decompression of SKILL.md alone; other entries are only read on demand
-(`read_package_file`), always through the bounded reader of `archive.py`.
-
-Layout: `SKILL.md` (or `skill.md`, as `skills-ref` accepts) sits at the archive root or inside
-exactly one top-level folder. `__MACOSX/` and dot-files are ignored; files outside the skill's
-folder are left out of it with an `outside_root` warning.
+Pure functions over bytes, on top of the one package reader (`chat_shell.packages`: archive
+safety, which files make up the package, bounded checked reads), which the engine uses too.
+An upload costs one SHA-256 pass, one pass over the central directory and local headers, one
+bounded inflate of every entry (real sizes and CRCs must match the headers) and the parsing of
+SKILL.md; files are read later one at a time (`read_package_file`).
 """
 
 from __future__ import annotations
@@ -17,22 +15,17 @@ from datetime import datetime
 
 from backend.crd.common import ObjectMeta
 from backend.crd.skill import Skill, SkillFile, SkillSpec, SkillStatus, SkillWarning
-from backend.skills.archive import ArchiveEntry, SafeArchive, open_archive
-from backend.skills.errors import ErrorCode, PackageError
+from backend.skills.errors import ErrorCode, PackageError, translated
 from backend.skills.fields import build_spec, resolve_name
 from backend.skills.frontmatter import parse_skill_md
 from backend.skills.limits import DEFAULT_LIMITS, ArchiveLimits
 from backend.skills.lint import WarningCode, enforce_strict, lint_spec, warning
+from chat_shell import packages
+from chat_shell.packages import SKILL_MD_NAMES, PackageFile
 
-SKILL_MD_NAMES = ("SKILL.md", "skill.md")  # in order of preference
+__all__ = ["SKILL_MD_NAMES", "PackageFile", "SkillPackage", "read_package", "read_package_file"]
+
 CODE_SUFFIXES = (".py", ".pyc")
-
-
-@dataclass(frozen=True)
-class PackageFile:
-    path: str  # relative to the skill's folder
-    size: int
-    mode: int  # permission bits, e.g. 0o755 for an executable script
 
 
 @dataclass(frozen=True)
@@ -82,29 +75,29 @@ def read_package(
     fallback_name: str | None = None,
     sha256: str | None = None,
 ) -> SkillPackage:
-    """Validate a skill ZIP and read its metadata.
+    """Validate a skill ZIP (every entry verified) and read its metadata.
 
     `public`: read as a public (admin) skill, which may carry code. `strict`: refuse any
     warning. `fallback_name`: names a skill whose archive has no folder and whose frontmatter
     no name. `sha256`: the digest, when the caller already hashed the bytes as they arrived.
     """
-    archive = open_archive(data, limits)
-    layout = _Layout(archive)
-    md_entry = layout.skill_md
-    if md_entry.size > limits.max_skill_md_bytes:
-        raise PackageError(
-            ErrorCode.SKILL_MD_TOO_LARGE,
-            f"{md_entry.name} is {md_entry.size} bytes, at most {limits.max_skill_md_bytes}",
-            entry=md_entry.name,
-            limit=limits.max_skill_md_bytes,
-        )
+    with translated():
+        package = packages.open_package(data, limits, verify=True)
+        layout = package.layout
+        md_entry = layout.skill_md
+        if md_entry.size > limits.max_skill_md_bytes:
+            raise PackageError(
+                ErrorCode.SKILL_MD_TOO_LARGE,
+                f"{md_entry.name} is {md_entry.size} bytes, at most {limits.max_skill_md_bytes}",
+                entry=md_entry.name,
+                limit=limits.max_skill_md_bytes,
+            )
+        md_bytes = package.read(package.skill_md_path)
     md = parse_skill_md(
-        archive.read(md_entry),
-        entry=md_entry.name,
-        max_frontmatter_bytes=limits.max_frontmatter_bytes,
+        md_bytes, entry=md_entry.name, max_frontmatter_bytes=limits.max_frontmatter_bytes
     )
     name, warnings = resolve_name(md, layout.folder, entry=md_entry.name, fallback=fallback_name)
-    files = tuple(PackageFile(path, e.size, e.mode) for path, e in sorted(layout.files.items()))
+    files = tuple(package.files.values())
     spec = build_spec(md, [SkillFile(path=f.path, size=f.size) for f in files], entry=md_entry.name)
     code_files = [f.path for f in files if f.path.endswith(CODE_SUFFIXES)]
     warnings += lint_spec(spec, code_files=code_files, public=public)
@@ -136,56 +129,11 @@ def read_package_file(data: bytes, path: str, *, limits: ArchiveLimits = DEFAULT
     Only exact paths of the package's own files resolve; anything else, including `..` tricks
     and ignored dot-files, is 404 `file_not_found`.
     """
-    archive = open_archive(data, limits)
-    entry = _Layout(archive).files.get(path)
-    if entry is None:
-        raise PackageError(
-            ErrorCode.FILE_NOT_FOUND, f"no file {path!r} in this skill package", path=path
-        )
-    return archive.read(entry)
+    with translated():
+        return packages.open_package(data, limits).read(path)
 
 
-def is_ignored(name: str) -> bool:
-    """macOS resource forks and dot-files travel in archives by accident; they are not content."""
-    parts = name.split("/")
-    return parts[0] == "__MACOSX" or any(part.startswith(".") for part in parts)
-
-
-class _Layout:
-    """Where the skill sits in the archive: its folder (`root`), SKILL.md and its files."""
-
-    def __init__(self, archive: SafeArchive) -> None:
-        visible = {e.name: e for e in archive.entries if not is_ignored(e.name)}
-        self.root = "" if _skill_md(visible, "") else _single_folder(visible)
-        self.folder = self.root.removesuffix("/") or None
-        skill_md = _skill_md(visible, self.root)
-        assert skill_md is not None  # _single_folder picked a folder holding one
-        self.skill_md: ArchiveEntry = skill_md
-        self.files = {
-            n.removeprefix(self.root): e for n, e in visible.items() if n.startswith(self.root)
-        }
-        self.outside = sorted(n for n in visible if not n.startswith(self.root))
-
-
-def _skill_md(entries: dict[str, ArchiveEntry], root: str) -> ArchiveEntry | None:
-    return next((entries[root + n] for n in SKILL_MD_NAMES if root + n in entries), None)
-
-
-def _single_folder(entries: dict[str, ArchiveEntry]) -> str:
-    """The one top-level folder holding a SKILL.md (a SKILL.md at the root was looked for first)."""
-    found = sorted(
-        name for name in entries if name.count("/") == 1 and name.split("/")[1] in SKILL_MD_NAMES
-    )
-    folders = sorted({name.split("/")[0] + "/" for name in found})
-    if not folders:
-        raise PackageError(
-            ErrorCode.SKILL_MD_MISSING, "no SKILL.md at the archive root or in a top-level folder"
-        )
-    if len(folders) > 1:
-        raise PackageError(
-            ErrorCode.AMBIGUOUS_ROOT,
-            f"SKILL.md found in {len(folders)} top-level folders: {', '.join(folders)}",
-            entry=found[-1],
-            candidates=found,
-        )
-    return folders[0]
+def check_archive_size(size: int, limits: ArchiveLimits) -> None:
+    """413 `archive_too_large`; the upload route calls it while the body streams in."""
+    with translated():
+        packages.check_archive_size(size, limits)

@@ -1,11 +1,13 @@
 """Skill storage: the CRD row in `kinds` and the ZIP in `skill_binaries`, always together.
 
-Every write validates the whole package first (pure `read_package`), then writes row and bytes
-in one transaction; a refused package writes nothing.
+Every write validates the whole package first (pure `read_package`, off the event loop: it
+inflates every entry once), then writes row and bytes in one transaction; a refused package
+writes nothing.
 """
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,10 +43,14 @@ def _crd(
     return crd.model_dump(mode="json", exclude_none=True)
 
 
-def _read(data: bytes, settings: Settings, scope: Scope, *, strict: bool) -> SkillPackage:
+async def _read(data: bytes, settings: Settings, scope: Scope, *, strict: bool) -> SkillPackage:
     public = scope == PUBLIC_SCOPE
-    package = read_package(
-        data, limits=ArchiveLimits.from_settings(settings), public=public, strict=strict
+    package = await asyncio.to_thread(
+        read_package,
+        data,
+        limits=ArchiveLimits.from_settings(settings),
+        public=public,
+        strict=strict,
     )
     if not public:  # a user's MCP servers stay within the egress policy (backend.egress)
         urls = {n: s.url for n, s in package.spec.mcp_servers.items() if s.url is not None}
@@ -53,13 +59,13 @@ def _read(data: bytes, settings: Settings, scope: Scope, *, strict: bool) -> Ski
 
 
 def read_builtin(data: bytes, settings: Settings) -> SkillPackage:
-    return _read(data, settings, PUBLIC_SCOPE, strict=False)
+    return read_package(data, limits=ArchiveLimits.from_settings(settings), public=True)
 
 
 async def create(
     session: AsyncSession, settings: Settings, scope: Scope, data: bytes, *, strict: bool = False
 ) -> dict[str, Any]:
-    package = _read(data, settings, scope, strict=strict)
+    package = await _read(data, settings, scope, strict=strict)
     crd = _crd(package, scope, labels={}, enabled=True)
     row = await store.insert(session, SKILL_KIND, scope, package.name, crd)
     # A Core INSERT: the ORM unit of work holds on to (and re-inspects) the 10 MiB value.
@@ -84,7 +90,7 @@ async def replace(
 ) -> dict[str, Any]:
     row = await store.get(session, SKILL_KIND, scope, name)
     store.check_version(row, expected_version)
-    package = _read(data, settings, scope, strict=strict)
+    package = await _read(data, settings, scope, strict=strict)
     if package.name != name:
         raise InvalidRequest(
             f"the package is named {package.name!r}; PUT replaces {name!r} only",
@@ -158,7 +164,8 @@ async def package_file(
     session: AsyncSession, settings: Settings, scope: Scope, name: str, path: str
 ) -> bytes:
     stored = await package(session, scope, name)
-    return read_package_file(stored.data, path, limits=ArchiveLimits.from_settings(settings))
+    limits = ArchiveLimits.from_settings(settings)
+    return await asyncio.to_thread(read_package_file, stored.data, path, limits=limits)
 
 
 async def by_hash(session: AsyncSession, sha256: str) -> bytes | None:

@@ -11,47 +11,38 @@ from __future__ import annotations
 import importlib
 import importlib.abc
 import importlib.machinery
-import io
 import re
 import sys
 import threading
-import zipfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import CodeType, ModuleType
 
 from chat_shell.errors import ProviderLoadError
+from chat_shell.packages import (
+    DEFAULT_ARCHIVE_LIMITS,
+    ArchiveLimits,
+    PackageReadError,
+    open_package,
+)
 
 
 @dataclass(frozen=True)
 class PackageFiles:
-    """The regular files of a package, by path relative to the folder holding SKILL.md."""
+    """The files of a package by path relative to its root, as the one package reader
+    (`chat_shell.packages`) lays them out: the same files its upload listed."""
 
     files: Mapping[str, bytes]
 
     @classmethod
-    def from_zip(cls, data: bytes) -> PackageFiles:
+    def from_zip(cls, data: bytes, limits: ArchiveLimits = DEFAULT_ARCHIVE_LIMITS) -> PackageFiles:
         try:
-            with zipfile.ZipFile(io.BytesIO(data)) as archive:
-                entries = {
-                    i.filename: archive.read(i) for i in archive.infolist() if not i.is_dir()
-                }
-        except (zipfile.BadZipFile, OSError, ValueError) as exc:
-            raise ProviderLoadError(f"unreadable skill package: {exc}") from exc
-        manifests = sorted(
-            (p for p in entries if p == "SKILL.md" or p.endswith("/SKILL.md")),
-            key=lambda p: p.count("/"),
-        )
-        if not manifests:
-            raise ProviderLoadError("skill package has no SKILL.md")
-        root = manifests[0].removesuffix("SKILL.md")
-        return cls(
-            {
-                p.removeprefix(root): b
-                for p, b in entries.items()
-                if p.startswith(root) and p != root
-            }
-        )
+            return cls(open_package(data, limits).read_all())
+        except PackageReadError as exc:
+            raise ProviderLoadError(
+                f"unreadable skill package: {exc.message}",
+                details={"reason": exc.code, **exc.details},
+            ) from exc
 
 
 class _PackageLoader(importlib.abc.InspectLoader):

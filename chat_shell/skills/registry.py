@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 from collections.abc import Mapping
@@ -68,10 +69,12 @@ class ProviderRegistry:
         data = await source.get(sha)
         if hashlib.sha256(data).hexdigest() != sha:
             raise ProviderLoadError(f"package of skill {skill.name!r} does not match its sha256")
-        if cached := self._cached(sha):  # another turn finished loading while we awaited
-            return cached
         try:
-            loaded = self._import(skill, sha, data)
+            # Inflating every file is real work (up to the uncompressed cap): not on the loop.
+            files = await asyncio.to_thread(PackageFiles.from_zip, data, source.limits)
+            if cached := self._cached(sha):  # another turn finished loading while we awaited
+                return cached
+            loaded = self._import(skill, sha, files)
         except ProviderError as exc:
             self._failed[sha] = exc
             raise
@@ -92,9 +95,8 @@ class ProviderRegistry:
         return self._by_hash.get(sha)
 
     @staticmethod
-    def _import(skill: SkillSpec, sha: str, data: bytes) -> LoadedProvider:
+    def _import(skill: SkillSpec, sha: str, files: PackageFiles) -> LoadedProvider:
         assert skill.provider is not None
-        files = PackageFiles.from_zip(data)
         package = synthetic_package_name(skill.name, sha)
         label = f"skill {skill.name}@{sha[:12]}"
         module = import_package_module(package, label, files, skill.provider.module)

@@ -96,3 +96,54 @@ def bomb(uncompressed: int = 200 * 1024 * 1024) -> bytes:
         zf.filelist.append(info)
         zf.NameToInfo[info.filename] = info
     return buf.getvalue()
+
+
+def _with_raw_entry(
+    name: str, payload: bytes, *, size: int, crc: int, local_name: str | None = None
+) -> bytes:
+    """`demo/SKILL.md` plus one deflated entry whose headers say what the caller wants."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("demo/SKILL.md", skill_md())
+        info = zipfile.ZipInfo(name)
+        info.compress_type = zipfile.ZIP_DEFLATED
+        info.external_attr = (stat.S_IFREG | 0o644) << 16
+        info.file_size, info.compress_size, info.CRC = size, len(payload), crc
+        info.header_offset = buf.tell()
+        header = info.FileHeader(zip64=False)
+        if local_name is not None:  # same length: the header's name length stays right
+            header = header.replace(name.encode(), local_name.encode())
+        buf.write(header)
+        buf.write(payload)
+        zf.start_dir = buf.tell()
+        zf.filelist.append(info)
+        zf.NameToInfo[info.filename] = info
+    return buf.getvalue()
+
+
+def _deflate(data: bytes) -> bytes:
+    compressor = zlib.compressobj(6, zlib.DEFLATED, -15)
+    return compressor.compress(data) + compressor.flush()
+
+
+def size_liar(declared: int = 100, real: int = 64 * 1024 * 1024) -> bytes:
+    """An entry whose headers claim `declared` bytes (and their CRC) but that inflates to
+    `real` zero bytes."""
+    compressor = zlib.compressobj(9, zlib.DEFLATED, -15)
+    block = bytes(1024 * 1024)
+    parts = [compressor.compress(block) for _ in range(real // len(block))]
+    parts.append(compressor.compress(bytes(real % len(block))) + compressor.flush())
+    payload = b"".join(parts)
+    return _with_raw_entry("demo/a.bin", payload, size=declared, crc=zlib.crc32(bytes(declared)))
+
+
+def crc_liar() -> bytes:
+    return _with_raw_entry("demo/a.txt", _deflate(b"hello"), size=5, crc=zlib.crc32(b"hellO"))
+
+
+def local_name_liar() -> bytes:
+    """The central directory lists `demo/a.txt`; its local header says `demo/b.txt`."""
+    data = b"print('x')\n"
+    return _with_raw_entry(
+        "demo/a.txt", _deflate(data), size=len(data), crc=zlib.crc32(data), local_name="demo/b.txt"
+    )

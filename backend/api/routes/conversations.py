@@ -16,7 +16,7 @@ from backend.api.deps import CurrentUser, SessionDep
 from backend.chat import conversations
 from backend.chat.events import TERMINAL, EventData, message_json
 from backend.chat.runtime import DEFAULT_TITLE, ChatRuntime
-from backend.errors import InvalidRequest, ServiceUnavailable
+from backend.errors import ServiceUnavailable
 from backend.ghosts.resolve import resolve_ghost
 
 router = APIRouter(prefix="/conversations", tags=["conversations"])
@@ -114,20 +114,10 @@ async def list_messages(
     continue_: Annotated[str | None, Query(alias="continue")] = None,
 ) -> JSONResponse:
     await conversations.get(session, user.id, conversation_id)
-    after = None
-    if continue_ is not None:
-        if not continue_.isdigit():
-            raise InvalidRequest("the continue token is not valid", code="invalid_continue")
-        after = int(continue_)
-    rows, last = await conversations.messages_page(
-        session, conversation_id, limit=limit, after=after
+    rows, token = await conversations.messages_page(
+        session, conversation_id, limit=limit, token=continue_
     )
-    return JSONResponse(
-        {
-            "items": [message_json(m) for m in rows],
-            "continue": str(last) if last is not None else None,
-        }
-    )
+    return JSONResponse({"items": [message_json(m) for m in rows], "continue": token})
 
 
 def _sse(event: EventData) -> bytes:

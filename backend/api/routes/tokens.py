@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 from fastapi import APIRouter, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from backend.api.deps import CurrentUser, SessionDep
+from backend.api.deps import CurrentUser, RowId, SessionDep
 from backend.auth import service
 from backend.auth.notices import AuthEnded, auth_notices
 from backend.db.types import utcnow
@@ -55,7 +55,7 @@ async def create_token(body: TokenCreate, user: CurrentUser, session: SessionDep
 
 @router.delete("/{token_id}", status_code=204)
 async def revoke_token(
-    token_id: int, user: CurrentUser, session: SessionDep, request: Request
+    token_id: RowId, user: CurrentUser, session: SessionDep, request: Request
 ) -> Response:
     await service.revoke_token(session, user.id, token_id)
     await session.commit()

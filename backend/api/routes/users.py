@@ -7,7 +7,7 @@ from typing import Literal
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, Field
 
-from backend.api.deps import AdminUser, SessionDep
+from backend.api.deps import AdminUser, RowId, SessionDep
 from backend.api.routes.me import UserOut
 from backend.auth import service
 from backend.auth.notices import AuthEnded, auth_notices
@@ -49,7 +49,7 @@ async def create_user(body: UserCreate, _: AdminUser, session: SessionDep) -> Us
 
 @router.patch("/{user_id}")
 async def patch_user(
-    user_id: int, body: UserPatch, admin: AdminUser, session: SessionDep, request: Request
+    user_id: RowId, body: UserPatch, admin: AdminUser, session: SessionDep, request: Request
 ) -> UserOut:
     user = await service.get_user(session, user_id)
     if user.id == admin.id and (body.is_active is False or body.role == "user"):

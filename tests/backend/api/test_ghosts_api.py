@@ -165,7 +165,7 @@ async def test_list_pages_by_name_and_may_include_public_ghosts(
     assert_error(
         await client.get(f"{BASE}?continue=garbage", headers=alice.headers),
         422,
-        "invalid_continue",
+        "invalid_cursor",
     )
 
 

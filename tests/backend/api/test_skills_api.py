@@ -127,7 +127,7 @@ async def test_list_pages_filters_and_never_reads_binaries(
     public = [i for i in with_public.json()["items"] if i["status"]["public"]]
     assert any(i["metadata"]["name"] == "skillhive-skill-authoring" for i in public)
     assert_error(
-        await client.get(BASE + "?continue=garbage", headers=alice.headers), 422, "invalid_continue"
+        await client.get(BASE + "?continue=garbage", headers=alice.headers), 422, "invalid_cursor"
     )
     assert_error(
         await client.get(BASE + "?limit=501", headers=alice.headers), 422, "invalid_request"

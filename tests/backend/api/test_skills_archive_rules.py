@@ -65,6 +65,19 @@ CASES: dict[str, tuple[Callable[[], bytes], int, str, str | None]] = {
         "invalid_utf8",
         "demo/SKILL.md",
     ),
+    "100 B claimed, 64 MiB real": (
+        cache(zips.size_liar),
+        422,
+        "entry_size_mismatch",
+        "demo/a.bin",
+    ),
+    "CRC lie": (zips.crc_liar, 422, "entry_crc_mismatch", "demo/a.txt"),
+    "local header names another file": (
+        zips.local_name_liar,
+        422,
+        "local_header_mismatch",
+        "demo/a.txt",
+    ),
     "bad name": (lambda: zips.skill("Bad_Name"), 422, "invalid_name", "Bad_Name/SKILL.md"),
     "yaml error": (
         lambda: zips.build({"demo/SKILL.md": "---\nname: demo\ndescription: [unclosed\n---\nx"}),

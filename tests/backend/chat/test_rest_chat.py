@@ -232,6 +232,22 @@ async def test_second_send_during_a_turn_is_409_and_cancel_stores_a_cancelled_an
     assert (await send(client, chat, cid, "again")).json()["content"] == "ok"
 
 
+async def test_sending_to_another_users_busy_conversation_is_404_not_409(
+    client: httpx.AsyncClient, chat: ChatSetup, openai_server: FakeOpenAIServer, bob: Account
+) -> None:
+    cid = await chat.conversation(client)
+    async with held_turn(client, chat, openai_server, cid, "held open") as running:
+        intruder = await client.post(
+            f"/api/v1/conversations/{cid}/messages", json={"content": "hi"}, headers=bob.headers
+        )
+        assert_error(intruder, 404, "conversation_not_found")
+        missing = await client.post(
+            "/api/v1/conversations/no-such-id/messages", json={"content": "hi"}, headers=bob.headers
+        )
+        assert missing.json() == intruder.json()  # indistinguishable from no conversation at all
+    assert (await running).json()["content"] == "held open"
+
+
 async def test_conversations_are_private(
     client: httpx.AsyncClient, chat: ChatSetup, bob: Account
 ) -> None:
@@ -308,7 +324,7 @@ async def test_conversations_and_messages_are_paginated(
         "/api/v1/conversations?continue=nope",
         f"/api/v1/conversations/{cid}/messages?continue=x",
     ):
-        assert_error(await client.get(bad, headers=chat.account.headers), 422, "invalid_continue")
+        assert_error(await client.get(bad, headers=chat.account.headers), 422, "invalid_cursor")
 
 
 async def test_a_turn_whose_conversation_vanished_ends_once_with_an_error(app: Any) -> None:

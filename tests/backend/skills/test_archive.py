@@ -1,4 +1,5 @@
-"""Archive safety: one test per rule, each checking the code, the status and the named entry."""
+"""Archive safety through backend's reader: one test per rule, each checking the code, the
+status and the named entry (the rules themselves live in chat_shell/packages)."""
 
 from __future__ import annotations
 
@@ -11,12 +12,10 @@ import zlib
 
 import pytest
 
-from backend.skills.archive import open_archive
 from backend.skills.errors import PackageError
 from backend.skills.limits import ArchiveLimits
 from backend.skills.package import read_package, read_package_file
 from tests.backend.skills.zipcraft import (
-    REGULAR,
     MiB,
     RawEntry,
     deflated_zeros,
@@ -196,28 +195,42 @@ def test_a_skill_md_that_is_not_utf8_is_refused() -> None:
     assert err.details["offset"] == len(GOOD_MD)
 
 
-def test_an_entry_whose_data_does_not_match_its_crc_is_corrupt() -> None:
-    err = refused(raw_zip([RawEntry("demo/SKILL.md", GOOD_MD, crc=1234)]))
+def test_an_entry_whose_data_does_not_match_its_crc_is_refused() -> None:
+    err = refused(raw_zip([RawEntry("demo/SKILL.md", GOOD_MD), RawEntry("demo/a", b"x", crc=1)]))
     assert (err.code, err.status_code, err.details["entry"]) == (
-        "corrupt_entry",
+        "entry_crc_mismatch",
         422,
-        "demo/SKILL.md",
+        "demo/a",
     )
 
 
-def test_a_header_understating_the_data_yields_only_the_declared_bytes() -> None:
-    # The stream really inflates to 200 MiB; the header says 1 KiB (with the CRC of 1 KiB of
-    # zeros). Reading stops at 1 KiB: the lie costs nothing.
+def test_a_header_understating_the_data_is_refused_at_upload_and_when_read() -> None:
+    # The stream really inflates to 200 MiB; the headers say 1 KiB (with the CRC of 1 KiB of
+    # zeros). Inflating stops one byte past the claim: the lie costs nothing and stores nothing.
     payload, _ = deflated_zeros(200 * MiB)
     liar = RawEntry("demo/data.bin", payload, 1024, zlib.crc32(bytes(1024)), zipfile.ZIP_DEFLATED)
     data = raw_zip([RawEntry("demo/SKILL.md", GOOD_MD), liar])
-    assert read_package_file(data, "data.bin") == bytes(1024)
+    err = refused(data)
+    assert (err.code, err.status_code) == ("entry_size_mismatch", 422)
+    assert err.details == {
+        "entry": "demo/data.bin",
+        "declared": 1024,
+        "found": 1025,
+        "found_at_least": True,
+    }
+    assert _file_error(data, "data.bin").code == "entry_size_mismatch"
 
 
-def test_a_header_overstating_the_data_is_corrupt() -> None:
+def test_a_header_overstating_the_data_is_refused() -> None:
     short = RawEntry("demo/data.bin", b"abc", file_size=10)
-    err = _file_error(raw_zip([RawEntry("demo/SKILL.md", GOOD_MD), short]), "data.bin")
-    assert (err.code, err.details["entry"]) == ("corrupt_entry", "demo/data.bin")
+    data = raw_zip([RawEntry("demo/SKILL.md", GOOD_MD), short])
+    err = refused(data)
+    assert (err.code, err.details["entry"], err.details["found"]) == (
+        "entry_size_mismatch",
+        "demo/data.bin",
+        3,
+    )
+    assert _file_error(data, "data.bin").code == "entry_size_mismatch"
 
 
 def _file_error(data: bytes, path: str) -> PackageError:
@@ -254,13 +267,3 @@ def test_ignored_entries_are_still_checked() -> None:
     link = RawEntry("__MACOSX/demo/._link", b"x", external_attr=0o120777 << 16)
     err = refused(raw_zip([RawEntry("demo/SKILL.md", GOOD_MD), link]))
     assert (err.code, err.details["entry"]) == ("symlink_entry", "__MACOSX/demo/._link")
-
-
-def test_open_archive_lists_regular_files_with_declared_sizes() -> None:
-    archive = open_archive(skill_zip(notes="hello"), LIMITS)
-    assert [(e.name, e.size) for e in archive.entries] == [
-        ("demo/SKILL.md", len(GOOD_MD)),
-        ("demo/notes", 5),
-    ]
-    assert archive.read(archive.entries[1]) == b"hello"
-    assert REGULAR >> 16 & 0o777 == archive.entries[1].mode

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import random
 import shutil
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -70,3 +72,27 @@ def test_sync_command_reports_each_builtin(cli_database: Settings) -> None:
     result = runner.invoke(cli, ["skills", "sync"])
     assert result.exit_code == 0, result.output
     assert "skillhive-skill-authoring: " in result.output
+
+
+def test_push_refuses_an_archive_over_the_size_cap_before_sending_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "big"
+    folder.mkdir()
+    (folder / "SKILL.md").write_text("---\nname: big\ndescription: A big skill.\n---\nHi.\n")
+    (folder / "blob.bin").write_bytes(random.Random(0).randbytes(64 * 1024))
+    listener = socket.create_server(("127.0.0.1", 0))  # accepts nothing: a send would hang
+    listener.settimeout(0)
+    monkeypatch.setenv("SKILLHIVE_URL", f"http://127.0.0.1:{listener.getsockname()[1]}")
+    monkeypatch.setenv("SKILLHIVE_TOKEN", "shk_unused")
+    monkeypatch.setenv("SKILLHIVE_MAX_ARCHIVE_BYTES", "32768")
+    get_settings.cache_clear()
+    try:
+        result = runner.invoke(cli, ["skills", "push", str(folder)])
+    finally:
+        get_settings.cache_clear()
+    with listener, pytest.raises(BlockingIOError):
+        listener.accept()  # nobody ever connected
+    assert result.exit_code == 1
+    assert "archive_too_large" in result.output
+    assert "the limit is 32768 (SKILLHIVE_MAX_ARCHIVE_BYTES)" in result.output

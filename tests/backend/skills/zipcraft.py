@@ -53,6 +53,8 @@ class RawEntry:
     method: int = zipfile.ZIP_STORED
     external_attr: int = REGULAR
     flags: int = 0x800  # names are UTF-8
+    offset: int | None = None  # where the central record says the local header is
+    write_local: bool = True  # False: only a central record (pointing at `offset`)
 
 
 def raw_zip(entries: Iterable[RawEntry], *, declared_count: int | None = None) -> bytes:
@@ -64,13 +66,11 @@ def raw_zip(entries: Iterable[RawEntry], *, declared_count: int | None = None) -
         name = e.name.encode() if isinstance(e.name, str) else e.name
         size = len(e.payload) if e.file_size is None else e.file_size
         crc = zlib.crc32(e.payload) if e.crc is None else e.crc
-        offset = len(out)
+        offset = len(out) if e.offset is None else e.offset
         dos_date = (0 << 9) | (1 << 5) | 1  # 1980-01-01
-        out += struct.pack(
-            "<4s5H3L2H", b"PK\x03\x04", 20, e.flags, e.method, 0, dos_date, crc,
-            len(e.payload), size, len(name), 0,
-        )  # fmt: skip
-        out += name + e.payload
+        if e.write_local:
+            out += local_header(name, e.payload, size=size, crc=crc, method=e.method, flags=e.flags)
+            out += e.payload
         central += struct.pack(
             "<4s6H3L5H2L", b"PK\x01\x02", (3 << 8) | 20, 20, e.flags, e.method, 0, dos_date,
             crc, len(e.payload), size, len(name), 0, 0, 0, 0, e.external_attr, offset,
@@ -79,6 +79,16 @@ def raw_zip(entries: Iterable[RawEntry], *, declared_count: int | None = None) -
     n = count if declared_count is None else declared_count
     end = struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, n, n, len(central), len(out), 0)
     return bytes(out + central + end)
+
+
+def local_header(
+    name: bytes, payload: bytes, *, size: int, crc: int, method: int, flags: int = 0x800
+) -> bytes:
+    dos_date = (0 << 9) | (1 << 5) | 1  # 1980-01-01
+    return struct.pack(
+        "<4s5H3L2H", b"PK\x03\x04", 20, flags, method, 0, dos_date, crc,
+        len(payload), size, len(name), 0,
+    ) + name  # fmt: skip
 
 
 def deflated_zeros(total: int, chunk: int = MiB) -> tuple[bytes, int]:
@@ -93,3 +103,27 @@ def deflated_zeros(total: int, chunk: int = MiB) -> tuple[bytes, int]:
         left -= len(piece)
     parts.append(comp.flush())
     return b"".join(parts), crc
+
+
+LOCAL_FIELDS = ("flags", "method", "crc", "compressed_size", "size")
+
+
+def patch_local_header(
+    data: bytes, name: str, *, new_name: str | None = None, **fields: int
+) -> bytes:
+    """`data` with the local header of entry `name` changed (central directory untouched):
+    `fields` among LOCAL_FIELDS; `new_name` must have the same length as the old one."""
+    info = zipfile.ZipFile(io.BytesIO(data)).getinfo(name)
+    at = info.header_offset
+    layout = struct.Struct("<4s5H3L2H")
+    values = list(layout.unpack_from(data, at))
+    index = {"flags": 2, "method": 3, "crc": 6, "compressed_size": 7, "size": 8}
+    for key, value in fields.items():
+        values[index[key]] = value
+    out = bytearray(data)
+    layout.pack_into(out, at, *values)
+    if new_name is not None:
+        raw = new_name.encode()
+        assert len(raw) == values[9], "the new name must keep the length"
+        out[at + layout.size : at + layout.size + len(raw)] = raw
+    return bytes(out)

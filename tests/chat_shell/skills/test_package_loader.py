@@ -18,6 +18,7 @@ from chat_shell.skills.package_loader import (
     synthetic_package_name,
 )
 from tests.chat_shell.fakes import skill_zip
+from tests.support import zips
 
 FILES = {
     "lib/__init__.py": "from .inner import VALUE\n",
@@ -92,3 +93,30 @@ def test_a_failing_import_leaves_nothing_registered() -> None:
 def test_module_names_must_be_dotted_identifiers(files: PackageFiles, module: str) -> None:
     with pytest.raises(ProviderLoadError, match="invalid provider module"):
         import_package_module(synthetic_package_name("s", "01" * 32), "s", files, module)
+
+
+LAYOUTS = {
+    "root": {"SKILL.md": "x", "a.py": "", "sub/b.py": ""},
+    "folder": {"s/SKILL.md": "x", "s/a.py": "", "s/.env": "", "s/__pycache__/.x": ""},
+    "dot-folder first": {
+        ".evil/SKILL.md": "x",
+        ".evil/p.py": "",
+        "ok/SKILL.md": "x",
+        "ok/p.py": "",
+    },
+    "mac forks": {"__MACOSX/s/._p.py": "", "s/SKILL.md": "x", "s/p.py": ""},
+    "outside root": {"s/SKILL.md": "x", "s/p.py": "", "other/q.py": "", "top.py": ""},
+    "lowercase": {"s/skill.md": "x", "s/p.py": ""},
+    "nested manifest": {"s/SKILL.md": "x", "s/inner/SKILL.md": "y", "s/inner/p.py": ""},
+}
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_the_engine_sees_exactly_the_files_an_upload_lists(layout: str) -> None:
+    from backend.skills.package import read_package  # the upload path (tests may import it)
+
+    data = zips.build(
+        {k: zips.skill_md("s") if v == "x" else v for k, v in LAYOUTS[layout].items()}
+    )
+    uploaded = {f.path for f in read_package(data, public=True, fallback_name="s").files}
+    assert set(PackageFiles.from_zip(data).files) == uploaded

@@ -1,9 +1,10 @@
-"""Archive safety: a ZIP is hostile until its central directory passed every rule here.
+"""Archive safety: a ZIP is hostile until its central directory and local headers passed.
 
-Only the central directory is inspected (no entry is decompressed), so checking a 10 MiB
-archive costs about as much as opening it with `zipfile`. Entries are read later through
-`SafeArchive.read`, which never returns more than the declared size (already capped here) and
-refuses data that does not match the header's CRC: a lying header cannot blow up memory.
+`open_archive` checks every entry's central directory record (names, types, declared sizes and
+ratios, caps) and its local header against it, without decompressing anything: about the cost
+of opening the archive with `zipfile`. `SafeArchive.verify` then inflates every entry once,
+as a bounded stream, to prove the declared sizes and CRCs (uploads do this before storing);
+`SafeArchive.read` reads one entry through the same bounded, checked stream.
 """
 
 from __future__ import annotations
@@ -13,13 +14,13 @@ import re
 import stat
 import struct
 import zipfile
-import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from backend.skills.errors import ErrorCode, PackageError
-from backend.skills.limits import ArchiveLimits
+from chat_shell.packages.entry_data import EntryData, inflate, local_data_offset
+from chat_shell.packages.errors import PackageReadError, ReadCode
+from chat_shell.packages.limits import ArchiveLimits
 
-MAX_ENTRY_NAME_LENGTH = 1024  # bounds the file list stored in the CRD
+MAX_ENTRY_NAME_LENGTH = 1024  # bounds the file list stored with a package
 DEFAULT_MODE = 0o644  # archives made on Windows carry no Unix mode
 _SUPPORTED_COMPRESSION = {zipfile.ZIP_STORED: "stored", zipfile.ZIP_DEFLATED: "deflated"}
 _DRIVE = re.compile(r"[A-Za-z]:")
@@ -27,63 +28,65 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 @dataclass(frozen=True)
-class ArchiveEntry:
-    """A regular file of a checked archive: full name, declared size and permission bits."""
+class ArchiveEntry(EntryData):
+    """An entry of a checked archive; `mode` is None for a directory."""
 
-    name: str
-    size: int
-    mode: int
-    info: zipfile.ZipInfo = field(repr=False, compare=False)
+    mode: int | None = None
+    header_offset: int = 0
+
+    @property
+    def is_dir(self) -> bool:
+        return self.mode is None
 
 
 class SafeArchive:
-    """A ZIP whose central directory passed `open_archive`; `entries` are its regular files."""
+    """A ZIP whose central directory and local headers passed `open_archive`."""
 
-    def __init__(self, zf: zipfile.ZipFile, entries: list[ArchiveEntry]) -> None:
-        self._zf = zf
-        self.entries = entries
+    def __init__(self, data: bytes, entries: list[ArchiveEntry]) -> None:
+        self._data = data
+        self.all_entries = entries
+        self.entries = [e for e in entries if not e.is_dir]  # the regular files
 
     def read(self, entry: ArchiveEntry) -> bytes:
-        # ZipExtFile stops at the declared size and checks the CRC once it gets there, so a
-        # header that understates the real data yields `corrupt_entry`, not a bigger buffer.
-        try:
-            with self._zf.open(entry.info) as f:
-                data = f.read(entry.size)
-        except (zipfile.BadZipFile, EOFError, zlib.error, OSError) as exc:
-            raise PackageError(
-                ErrorCode.CORRUPT_ENTRY, f"entry {entry.name!r} is corrupt: {exc}", entry=entry.name
-            ) from exc
-        if len(data) != entry.size:
-            raise PackageError(
-                ErrorCode.CORRUPT_ENTRY,
-                f"entry {entry.name!r} holds {len(data)} bytes, its header says {entry.size}",
-                entry=entry.name,
-            )
-        return data
+        """The entry's bytes: never more than its declared size, refused if they differ from
+        it or from its CRC."""
+        return inflate(self._data, entry, keep=True)
+
+    def verify(self) -> None:
+        """Inflate every entry once (nothing kept): real sizes and CRCs must match the headers.
+
+        Each stream stops one byte past its entry's declared size, and the declared sizes
+        already passed the total and ratio caps: so the caps hold for the real bytes too, and a
+        lying header costs at most what an honest one may."""
+        for entry in self.all_entries:
+            inflate(self._data, entry, keep=False)
 
 
 def check_archive_size(size: int, limits: ArchiveLimits) -> None:
-    """413 for an archive over the cap; the upload route calls it while streaming the body."""
+    """`archive_too_large` for an archive over the cap (hosts call it while receiving too)."""
     if size > limits.max_archive_bytes:
-        raise PackageError(
-            ErrorCode.ARCHIVE_TOO_LARGE,
+        raise PackageReadError(
+            ReadCode.ARCHIVE_TOO_LARGE,
             f"archive is larger than {limits.max_archive_bytes} bytes",
             limit=limits.max_archive_bytes,
         )
 
 
 def open_archive(data: bytes, limits: ArchiveLimits) -> SafeArchive:
-    """Check every entry of the central directory against the safety rules, in one pass."""
+    """Check every entry of the central directory, and its local header, in one pass."""
     check_archive_size(len(data), limits)
     declared = central_directory_entries(data)
     if declared is None:
-        raise PackageError(ErrorCode.NOT_A_ZIP, "not a ZIP archive (no end of central directory)")
+        raise PackageReadError(
+            ReadCode.NOT_A_ZIP, "not a ZIP archive (no end of central directory)"
+        )
     _check_entry_count(declared, limits)
     try:
-        zf = zipfile.ZipFile(io.BytesIO(data))
+        with zipfile.ZipFile(io.BytesIO(data)) as zf:
+            infos = zf.infolist()
+            directory_start = zf.start_dir
     except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError, EOFError) as exc:
-        raise PackageError(ErrorCode.NOT_A_ZIP, f"not a readable ZIP archive: {exc}") from exc
-    infos = zf.infolist()
+        raise PackageReadError(ReadCode.NOT_A_ZIP, f"not a readable ZIP archive: {exc}") from exc
     _check_entry_count(len(infos), limits)
     seen: set[str] = set()
     total = 0
@@ -94,27 +97,58 @@ def open_archive(data: bytes, limits: ArchiveLimits) -> SafeArchive:
         _check_storage(info, name, limits)
         total += info.file_size
         if total > limits.max_uncompressed_bytes:
-            raise PackageError(
-                ErrorCode.UNCOMPRESSED_TOO_LARGE,
-                f"entries add up to more than {limits.max_uncompressed_bytes} bytes "
-                f"uncompressed (reached at {name!r})",
-                entry=name,
-                limit=limits.max_uncompressed_bytes,
-            )
+            raise _too_large(name, limits)
         mode = _regular_mode(info, name)
-        if mode is not None:
-            entries.append(ArchiveEntry(name, info.file_size, mode, info))
-    return SafeArchive(zf, entries)
+        offset = local_data_offset(data, info, name, directory_start)
+        entries.append(
+            ArchiveEntry(
+                name=name,
+                method=info.compress_type,
+                data_offset=offset,
+                compressed_size=info.compress_size,
+                size=info.file_size,
+                crc=info.CRC,
+                mode=mode,
+                header_offset=info.header_offset,
+            )
+        )
+    _check_no_overlap(entries)
+    return SafeArchive(data, entries)
+
+
+def _too_large(name: str, limits: ArchiveLimits) -> PackageReadError:
+    return PackageReadError(
+        ReadCode.UNCOMPRESSED_TOO_LARGE,
+        f"entries add up to more than {limits.max_uncompressed_bytes} bytes "
+        f"uncompressed (reached at {name!r})",
+        entry=name,
+        limit=limits.max_uncompressed_bytes,
+    )
 
 
 def _check_entry_count(count: int, limits: ArchiveLimits) -> None:
     if count > limits.max_archive_entries:
-        raise PackageError(
-            ErrorCode.TOO_MANY_ENTRIES,
+        raise PackageReadError(
+            ReadCode.TOO_MANY_ENTRIES,
             f"archive has {count} entries, at most {limits.max_archive_entries} are allowed",
             count=count,
             limit=limits.max_archive_entries,
         )
+
+
+def _check_no_overlap(entries: list[ArchiveEntry]) -> None:
+    """Two entries sharing bytes would let one archive read differently to different readers
+    (and multiply a small payload); each entry's data must end before the next header."""
+    ordered = sorted(entries, key=lambda e: e.header_offset)
+    for before, after in zip(ordered, ordered[1:], strict=False):
+        if before.data_offset + before.compressed_size > after.header_offset:
+            raise PackageReadError(
+                ReadCode.LOCAL_HEADER_MISMATCH,
+                f"entry {after.name!r} overlaps the data of {before.name!r}",
+                entry=after.name,
+                reason="overlapping entries",
+                overlaps=before.name,
+            )
 
 
 def path_problem(name: str) -> str | None:
@@ -146,23 +180,23 @@ def path_problem(name: str) -> str | None:
 def _check_name(name: str, seen: set[str]) -> None:
     problem = path_problem(name)
     if problem is not None:
-        raise PackageError(
-            ErrorCode.UNSAFE_PATH,
+        raise PackageReadError(
+            ReadCode.UNSAFE_PATH,
             f"unsafe entry name {name!r}: {problem}",
             entry=name,
             reason=problem,
         )
     if name in seen:
-        raise PackageError(ErrorCode.DUPLICATE_ENTRY, f"duplicate entry {name!r}", entry=name)
+        raise PackageReadError(ReadCode.DUPLICATE_ENTRY, f"duplicate entry {name!r}", entry=name)
     seen.add(name)
 
 
 def _check_storage(info: zipfile.ZipInfo, name: str, limits: ArchiveLimits) -> None:
     if info.flag_bits & 0x1:
-        raise PackageError(ErrorCode.ENCRYPTED_ENTRY, f"entry {name!r} is encrypted", entry=name)
+        raise PackageReadError(ReadCode.ENCRYPTED_ENTRY, f"entry {name!r} is encrypted", entry=name)
     if info.compress_type not in _SUPPORTED_COMPRESSION:
-        raise PackageError(
-            ErrorCode.UNSUPPORTED_COMPRESSION,
+        raise PackageReadError(
+            ReadCode.UNSUPPORTED_COMPRESSION,
             f"entry {name!r} uses compression method {info.compress_type}; "
             f"only {' and '.join(_SUPPORTED_COMPRESSION.values())} are supported",
             entry=name,
@@ -171,8 +205,8 @@ def _check_storage(info: zipfile.ZipInfo, name: str, limits: ArchiveLimits) -> N
     size = info.file_size
     ratio = size / max(info.compress_size, 1)
     if size > limits.compression_ratio_min_bytes and ratio > limits.max_compression_ratio:
-        raise PackageError(
-            ErrorCode.COMPRESSION_RATIO_EXCEEDED,
+        raise PackageReadError(
+            ReadCode.COMPRESSION_RATIO_EXCEEDED,
             f"entry {name!r} expands {ratio:.0f}x (at most {limits.max_compression_ratio:g}x "
             f"for entries over {limits.compression_ratio_min_bytes} bytes)",
             entry=name,
@@ -186,11 +220,11 @@ def _regular_mode(info: zipfile.ZipInfo, name: str) -> int | None:
     unix = info.external_attr >> 16
     kind = stat.S_IFMT(unix)
     if kind == stat.S_IFLNK:
-        raise PackageError(ErrorCode.SYMLINK_ENTRY, f"entry {name!r} is a symlink", entry=name)
+        raise PackageReadError(ReadCode.SYMLINK_ENTRY, f"entry {name!r} is a symlink", entry=name)
     is_dir = name.endswith("/")
     if kind not in (0, stat.S_IFDIR if is_dir else stat.S_IFREG):
-        raise PackageError(
-            ErrorCode.NON_REGULAR_ENTRY,
+        raise PackageReadError(
+            ReadCode.NON_REGULAR_ENTRY,
             f"entry {name!r} is not a regular file (file type {kind:o})",
             entry=name,
         )
