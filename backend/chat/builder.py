@@ -141,7 +141,7 @@ def build_turn_request(inputs: TurnInputs, settings: Settings) -> TurnRequest:
         system_prompt=spec.get("systemPrompt", ""),
         model=model_settings(spec.get("model") or {}, settings, inputs.secrets),
         skills=[skill_spec(s) for s in usable],
-        preload_skills=[n for n in spec.get("preload_skills", []) if n in names],
+        preload_skills=[n for n in spec.get("preloadSkills", []) if n in names],
         mcp_servers=ghost_servers(inputs, settings),
         history=history(inputs.history),
         user_message=inputs.user_message,

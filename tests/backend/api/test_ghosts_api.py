@@ -38,7 +38,7 @@ async def test_create_returns_the_stored_crd_and_get_returns_it_again(
     assert crd["spec"] == {
         "systemPrompt": "You help.",
         "skills": ["pdf-tools", "skillhive-skill-authoring"],
-        "preload_skills": ["pdf-tools"],  # the spelling; preloadSkills accepted on input
+        "preloadSkills": ["pdf-tools"],
         "mcpServers": {"docs": {"url": "https://mcp.example.com/mcp", "timeout": 5.0}},
         "model": {"name": "gpt-4o-mini", "temperature": 0.2, "maxTokens": 500},
         "retentionTurns": 3,
