@@ -56,9 +56,13 @@ def _unknown_skills(scope: Scope, unknown: list[str], elsewhere: dict[str, list[
         )
         fix = f"upload it to {scope.namespace!r} too, or put the Ghost in that namespace"
     if elsewhere:
+        groups: dict[tuple[str, ...], list[str]] = {}
+        for name, namespaces in elsewhere.items():
+            groups.setdefault(tuple(namespaces), []).append(name)
         where = "; ".join(
-            f"{name!r} in namespace {', '.join(map(repr, namespaces))}"
-            for name, namespaces in elsewhere.items()
+            f"{', '.join(map(repr, names))} in namespace{'s' if len(spaces) > 1 else ''} "
+            f"{', '.join(map(repr, spaces))}"
+            for spaces, names in groups.items()
         )
         message += f"; you have {where}: {fix}"
     return message

@@ -121,6 +121,12 @@ async def test_put_replaces_and_honours_if_match_and_body_resource_version(
 
     missing = await client.put(f"{BASE}/nope", json=ghost("nope"), headers=alice.headers)
     assert_error(missing, 404, "ghost_not_found")
+    assert missing.json()["error"]["message"] == "Ghost 'nope' not found in namespace 'dev'"
+    assert missing.json()["error"]["details"] == {
+        "name": "nope",
+        "namespace": "dev",
+        "public": False,
+    }
 
 
 async def test_delete_honours_if_match_then_the_ghost_is_gone(
