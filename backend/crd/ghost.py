@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices, ConfigDict, Field
 
 from backend.crd.common import API_VERSION, CamelModel, ObjectMeta, ResourceName
 from backend.crd.skill import McpServer
@@ -43,6 +43,8 @@ class GhostSpec(CamelModel):
 
 
 class GhostWarning(CamelModel):
+    model_config = ConfigDict(extra="ignore")  # status is read-only: what comes back is dropped
+
     code: str = Field(description="stable, e.g. `skill_disabled`")
     message: str
     skill: str | None = Field(None, description="the skill the warning is about")
@@ -50,6 +52,8 @@ class GhostWarning(CamelModel):
 
 class GhostStatus(CamelModel):
     """Computed when the Ghost is served (enabling a skill changes it); ignored on input."""
+
+    model_config = ConfigDict(extra="ignore")
 
     warnings: list[GhostWarning] = Field(default_factory=list)
 
