@@ -14,7 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from backend.api.access_log import AccessLogMiddleware
 from backend.api.body_limits import BodyLimitMiddleware
-from backend.api.errors import install_error_handlers
+from backend.api.errors import errors, install_error_handlers
 from backend.api.routes import (
     apply,
     conversations,
@@ -65,7 +65,8 @@ async def bootstrap_admin(
 
 
 def _api_router() -> APIRouter:
-    api = APIRouter(prefix=API_PREFIX)
+    # Every API route authenticates, and reads the database.
+    api = APIRouter(prefix=API_PREFIX, responses=errors(401, 503))
     for module in (me, tokens, users, secrets, conversations, metrics):
         api.include_router(module.router)
     api.include_router(skills.namespaced)

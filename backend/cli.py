@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Awaitable, Callable
-from typing import Annotated, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import typer
-from sqlalchemy.exc import OperationalError, ProgrammingError
+from pydantic import ValidationError
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+from sqlalchemy import make_url
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, ProgrammingError
 from sqlalchemy.ext.asyncio import AsyncSession
+from typer.core import TyperGroup
 
 from backend import heartbeat
 from backend.config import Settings, get_settings
@@ -16,8 +22,58 @@ from backend.db.engine import create_engine, create_sessionmaker
 from backend.errors import SkillhiveError
 from backend.logging_config import configure_logging, logging_dict
 from backend.skills import cli as skills_cli
+from backend.skills.cli import fail
+
+# Driver messages of a missing table (SQLite, PostgreSQL): a database that is up but not migrated.
+_NO_SCHEMA = re.compile(r'no such table|relation "[^"]*" does not exist')
+
+
+def _no_schema(exc: DBAPIError) -> bool:
+    return _NO_SCHEMA.search(str(exc.orig)) is not None
+
+
+def _database_problem(exc: DBAPIError) -> str:
+    if _no_schema(exc):
+        return "the database has no schema yet: run `skillhive migrate`"
+    url = make_url(get_settings().effective_database_url).render_as_string(hide_password=True)
+    reason = (str(exc.orig).strip().splitlines() or [type(exc.orig).__name__])[0][:200]
+    return (
+        f"cannot use the database at {url} ({reason}); is it running, and migrated "
+        "(`skillhive migrate`)? Check SKILLHIVE_DATABASE_URL"
+    )
+
+
+def _settings_problem(exc: ValidationError) -> str:
+    problems = [
+        f"SKILLHIVE_{'_'.join(str(p) for p in e['loc']).upper()}: {e['msg']}" for e in exc.errors()
+    ]
+    return f"invalid setting: {'; '.join(problems)} (see docs/configuration.md)"
+
+
+class _Commands(TyperGroup):
+    """Expected failures end with one `error:` line and exit status 1, never a traceback."""
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except SkillhiveError as exc:
+            fail(f"{exc.message} ({exc.code})")
+        except (OperationalError, InterfaceError) as exc:  # unreachable, or not migrated
+            fail(_database_problem(exc))
+        except ProgrammingError as exc:  # not migrated (PostgreSQL); any other is a bug
+            if not _no_schema(exc):
+                raise
+            fail(_database_problem(exc))
+        except ValidationError as exc:
+            if exc.title != "Settings":
+                raise
+            fail(_settings_problem(exc))
+        except (RedisConnectionError, RedisTimeoutError) as exc:
+            fail(f"cannot reach Redis ({type(exc).__name__}): check SKILLHIVE_REDIS_URL")
+
 
 app = typer.Typer(
+    cls=_Commands,
     help="Skillhive: a backend for AI agents that learn skills on demand.",
     no_args_is_help=True,
     add_completion=False,
@@ -118,14 +174,7 @@ def _run_db(work: Callable[[AsyncSession], Awaitable[T]]) -> T:
         finally:
             await engine.dispose()
 
-    try:
-        return asyncio.run(main())
-    except SkillhiveError as exc:
-        typer.echo(f"error: {exc.message} ({exc.code})", err=True)
-        raise typer.Exit(1) from exc
-    except (OperationalError, ProgrammingError) as exc:
-        typer.echo(f"error: database not ready ({type(exc).__name__}); run `skillhive migrate`")
-        raise typer.Exit(1) from exc
+    return asyncio.run(main())  # expected failures are reported by `_Commands`
 
 
 @admin_app.command("create-user")

@@ -18,6 +18,7 @@ from backend.auth import service as auth_service
 from backend.config import Settings
 from tests.fake_openai_server import FakeOpenAIServer
 from tests.support import services
+from tests.support.openapi import Contract
 
 BACKENDS = ["sqlite", "postgresql"]
 
@@ -94,9 +95,19 @@ async def app(settings: Settings) -> AsyncIterator[FastAPI]:
 
 
 @pytest.fixture
-async def client(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
+def contract(app: FastAPI) -> Contract:
+    return Contract(app)
+
+
+@pytest.fixture
+async def client(app: FastAPI, contract: Contract) -> AsyncIterator[httpx.AsyncClient]:
+    """Every response it gets must match `/openapi.json` (else the request raises)."""
     transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as c:
+    async with httpx.AsyncClient(
+        transport=transport,
+        base_url="http://testserver",
+        event_hooks={"response": [contract.hook]},
+    ) as c:
         yield c
 
 

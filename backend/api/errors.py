@@ -1,4 +1,8 @@
-"""The one place errors become HTTP responses `{"error": {"code", "message", "details"}}`."""
+"""The one place errors become HTTP responses `{"error": {"code", "message", "details"}}`.
+
+It also documents them: `ErrorResponse` is the envelope's schema, `errors(...)` declares the
+error statuses a route answers, and the OpenAPI document drops FastAPI's default 422 shape.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ from fastapi import FastAPI, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from sqlalchemy.exc import InterfaceError, OperationalError
@@ -32,6 +37,72 @@ _HTTP_CODES = {
     422: "invalid_request",
     429: "too_many_requests",
 }
+
+
+class ErrorBody(BaseModel):
+    code: str = Field(description="stable, machine-readable; branch on this")
+    message: str = Field(description="for people: what went wrong and what to do")
+    details: dict[str, Any] = Field(description="the names and limits involved, per `code`")
+
+
+class ErrorResponse(BaseModel):
+    """Every error answer of the API."""
+
+    error: ErrorBody
+
+
+ERROR_DESCRIPTIONS = {
+    401: "no valid API token: `missing_token`, `malformed_token`, `invalid_token`, "
+    "`token_expired`, `token_revoked`, `user_inactive`",
+    403: "the caller may not do this (`admin_required`)",
+    404: "no such object (or not the caller's)",
+    409: "the request conflicts with the current state",
+    412: "`If-Match` or `metadata.resourceVersion` is not the current version "
+    "(`resource_version_mismatch`)",
+    413: "the body is larger than the limit in `details`",
+    415: "the body's Content-Type is not accepted (`unsupported_media_type`)",
+    422: "the request is invalid; `code` says how and `details` names what",
+    503: "a backing service (database or Redis) is unavailable; retry shortly",
+}
+
+
+def errors(*statuses: int | tuple[int, str]) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI `responses` for error statuses; `(status, description)` words one for a route."""
+    declared: dict[int | str, dict[str, Any]] = {}
+    for entry in statuses:
+        status, description = entry if isinstance(entry, tuple) else (entry, None)
+        declared[status] = {
+            "model": ErrorResponse,
+            "description": description or ERROR_DESCRIPTIONS[status],
+        }
+    return declared
+
+
+def _drop_default_422(schema: dict[str, Any]) -> dict[str, Any]:
+    """FastAPI documents 422 as `{detail: [...]}` on every route with parameters. The API never
+    answers that shape: routes declare their real 422 with `errors(422)`, so the default goes.
+    Responses are listed by status."""
+    default = {"$ref": "#/components/schemas/HTTPValidationError"}
+    for operations in schema.get("paths", {}).values():
+        for operation in operations.values():
+            responses = operation.get("responses", {})
+            content = responses.get("422", {}).get("content", {})
+            if content.get("application/json", {}).get("schema") == default:
+                del responses["422"]
+            operation["responses"] = dict(sorted(responses.items()))
+    components = schema.get("components", {}).get("schemas", {})
+    for name in ("HTTPValidationError", "ValidationError"):
+        components.pop(name, None)
+    return schema
+
+
+def _document_errors(app: FastAPI) -> None:
+    generate = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        return _drop_default_422(generate())  # idempotent: `generate` caches the document
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
 
 def error_body(code: str, message: str, details: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -87,6 +158,7 @@ async def _unexpected_error(request: Request, exc: Exception) -> JSONResponse:
 
 
 def install_error_handlers(app: FastAPI) -> None:
+    _document_errors(app)
     app.add_exception_handler(SkillhiveError, _skillhive_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)

@@ -9,13 +9,29 @@ from collections.abc import Callable
 from typing import Any
 
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
 
 from backend.api.deps import AdminUser, CurrentUser
+from backend.api.errors import errors
 from backend.crd.common import name_problem
+from backend.crd.ghost import Ghost
+from backend.crd.skill import Skill
 from backend.errors import InvalidRequest
 from backend.kinds.store import Scope
 
 ScopeDep = Callable[..., Scope]
+
+_CONTINUE = "pass it back as `?continue=` for the next page; null on the last page"
+
+
+class SkillList(BaseModel):
+    items: list[Skill]
+    continue_: str | None = Field(alias="continue", description=_CONTINUE)
+
+
+class GhostList(BaseModel):
+    items: list[Ghost]
+    continue_: str | None = Field(alias="continue", description=_CONTINUE)
 
 
 def valid_namespace(namespace: str) -> str:
@@ -39,6 +55,17 @@ def public_scopes(scope: Scope) -> tuple[ScopeDep, ScopeDep]:
         return scope
 
     return read, write
+
+
+def crd_errors(
+    *statuses: int | tuple[int, str], own: bool, write: bool = False
+) -> dict[int | str, dict[str, Any]]:
+    """A CRD route's error statuses (see `errors`), plus: the namespace in the URL may be
+    invalid (422) in the own tree; writing to the public tree is for admins (403)."""
+    declared = errors(*((422,) if own else ()))
+    declared.update(errors(403) if write and not own else {})
+    declared.update(errors(*statuses))
+    return declared
 
 
 def crd_response(crd: dict[str, Any], status: int = 200) -> JSONResponse:

@@ -180,7 +180,7 @@ def build_turn_request(inputs: TurnInputs, settings: Settings) -> TurnRequest:
     spec = inputs.ghost["spec"]
     usable = [s for s in inputs.skills if _binds_chat(s) and _enabled(s)]
     names = {s["metadata"]["name"] for s in usable}
-    preloads = spec.get("preload_skills", [])
+    preloads = spec.get("preloadSkills", [])
     retention = spec.get("retentionTurns")
     return TurnRequest(
         conversation_id=inputs.conversation_id,

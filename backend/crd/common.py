@@ -10,7 +10,7 @@ import re
 from datetime import datetime
 from typing import Annotated, Final
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema
 from pydantic.alias_generators import to_camel
 
 API_VERSION: Final = "skillhive.io/v1"
@@ -50,7 +50,13 @@ def _valid_name(name: str) -> str:
     return name
 
 
-ResourceName = Annotated[str, AfterValidator(_valid_name)]
+ResourceName = Annotated[
+    str,
+    AfterValidator(_valid_name),
+    WithJsonSchema(
+        {"type": "string", "pattern": f"^{NAME_PATTERN.pattern}$", "maxLength": MAX_NAME_LENGTH}
+    ),
+]
 
 
 class CamelModel(BaseModel):

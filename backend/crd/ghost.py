@@ -1,19 +1,22 @@
 """The Ghost CRD: an agent definition (system prompt, skills, preloads, MCP servers, model).
 
-Wire shape per issue 5: `spec.preload_skills` keeps its snake_case spelling (`preloadSkills` is
-accepted on input too); every other key is camelCase.
+Every key is camelCase on the wire; snake_case (`preload_skills`, `system_prompt`, ...) is
+accepted on input too. `status` is computed when a Ghost is served and ignored on input.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices, ConfigDict, Field
 
 from backend.crd.common import API_VERSION, CamelModel, ObjectMeta, ResourceName
 from backend.crd.skill import McpServer
 
 GHOST_KIND: Literal["Ghost"] = "Ghost"
+
+# Stored spec keys of an older spelling -> today's (rows written before issue 9).
+LEGACY_SPEC_KEYS = {"preload_skills": "preloadSkills"}
 
 
 class GhostModel(CamelModel):
@@ -31,12 +34,28 @@ class GhostSpec(CamelModel):
     skills: list[ResourceName] = Field(default_factory=list, max_length=500)
     preload_skills: list[ResourceName] = Field(
         default_factory=list,
-        validation_alias=AliasChoices("preload_skills", "preloadSkills"),
-        serialization_alias="preload_skills",
+        validation_alias=AliasChoices("preloadSkills", "preload_skills"),
+        description="loaded into the first turn's prompt; each must also be in `skills`",
     )
     mcp_servers: dict[str, McpServer] = Field(default_factory=dict)
     model: GhostModel = Field(default_factory=GhostModel)
     retention_turns: int | None = Field(None, ge=0, le=100)
+
+
+class GhostWarning(CamelModel):
+    model_config = ConfigDict(extra="ignore")  # status is read-only: what comes back is dropped
+
+    code: str = Field(description="stable, e.g. `skill_disabled`")
+    message: str
+    skill: str | None = Field(None, description="the skill the warning is about")
+
+
+class GhostStatus(CamelModel):
+    """Computed when the Ghost is served (enabling a skill changes it); ignored on input."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    warnings: list[GhostWarning] = Field(default_factory=list)
 
 
 class Ghost(CamelModel):
@@ -44,3 +63,13 @@ class Ghost(CamelModel):
     kind: Literal["Ghost"] = GHOST_KIND
     metadata: ObjectMeta
     spec: GhostSpec
+    status: GhostStatus | None = None
+
+
+def current_spelling(crd: dict[str, Any]) -> dict[str, Any]:
+    """A stored Ghost CRD with today's key spelling (a copy when a key had to be renamed)."""
+    spec = crd.get("spec")
+    if not isinstance(spec, dict) or not LEGACY_SPEC_KEYS.keys() & spec.keys():
+        return crd
+    renamed = {LEGACY_SPEC_KEYS.get(key, key): value for key, value in spec.items()}
+    return {**crd, "spec": renamed}

@@ -21,6 +21,7 @@ from backend.crd.ghost import GHOST_KIND
 from backend.db.models import User
 from backend.errors import Forbidden, InvalidRequest, SkillhiveError
 from backend.ghosts import PUBLIC_GHOSTS, PUBLIC_NAMESPACE, service
+from backend.ghosts.status import served_many
 from backend.ghosts.validation import GhostInput, parse_ghost
 from backend.kinds.store import Scope
 from chat_shell.net import EgressPolicy
@@ -91,7 +92,8 @@ async def apply(
     *,
     egress: EgressPolicy | None = None,
 ) -> list[dict[str, Any]]:
-    """Create or update every Ghost; per object `created`, `configured` or `unchanged`."""
+    """Create or update every Ghost; per object `created`, `configured` or `unchanged`, and
+    the warnings its `status` shows."""
     targets = _targets(user, documents, egress)  # every check without the database first
     try:
         # Then every check with it, before the first write: all skill locks are taken before
@@ -100,7 +102,9 @@ async def apply(
         for target in targets:
             with _document(target.index):
                 row = await service.find(session, target.scope, target.ghost.ghost.metadata.name)
-                action = await service.prepare(session, target.scope, target.ghost, row)
+                action = await service.prepare(
+                    session, target.scope, target.ghost, row, caller_id=user.id
+                )
             plans.append((target, row, action))
         for target, row, action in plans:
             with _document(target.index):
@@ -109,12 +113,14 @@ async def apply(
     except Exception:
         await session.rollback()  # one failure: none of the earlier objects stay written
         raise
+    served = await served_many(session, [(t.scope, t.ghost.crd) for t, _, _ in plans])
     return [
         {
             "kind": GHOST_KIND,
             "namespace": target.scope.namespace,
             "name": target.ghost.ghost.metadata.name,
             "action": action,
+            "warnings": crd["status"]["warnings"],
         }
-        for target, _, action in plans
+        for (target, _, action), crd in zip(plans, served, strict=True)
     ]

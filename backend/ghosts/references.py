@@ -18,7 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 from sqlalchemy.sql.elements import ColumnElement
 
-from backend.crd.ghost import GHOST_KIND
+from backend.crd.ghost import GHOST_KIND, current_spelling
 from backend.crd.skill import SKILL_KIND
 from backend.db.models import SYSTEM_USER_ID, Kind
 from backend.errors import Conflict
@@ -27,7 +27,7 @@ from backend.kinds.store import Scope
 
 
 def _lists_skill(dialect: str, name: str) -> ColumnElement[bool]:
-    # preload_skills is a subset of skills (validated on write), so `skills` is enough.
+    # preloadSkills is a subset of skills (validated on write), so `skills` is enough.
     if dialect == "postgresql":
         clause = text("CAST(kinds.json -> 'spec' -> 'skills' AS jsonb) @> CAST(:skill AS jsonb)")
         return clause.bindparams(skill=json.dumps([name]))  # type: ignore[return-value]
@@ -56,8 +56,9 @@ async def referencing_ghosts(session: AsyncSession, skill: Scope, name: str) -> 
 
 
 def _without(crd: dict[str, Any], name: str) -> dict[str, Any]:
+    crd = current_spelling(crd)
     spec = dict(crd["spec"])
-    for key in ("skills", "preload_skills"):
+    for key in ("skills", "preloadSkills"):
         spec[key] = [n for n in spec.get(key, []) if n != name]
     return {**crd, "metadata": dict(crd["metadata"]), "spec": spec}
 

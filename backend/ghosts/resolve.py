@@ -14,7 +14,7 @@ from sqlalchemy import and_, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.crd.common import name_problem
-from backend.crd.ghost import GHOST_KIND
+from backend.crd.ghost import GHOST_KIND, current_spelling
 from backend.crd.skill import SKILL_KIND
 from backend.db.models import SYSTEM_USER_ID, Kind
 from backend.errors import InvalidRequest
@@ -41,10 +41,11 @@ def parse_ref(user_id: int, ref: str) -> tuple[Scope, str]:
 async def resolve_ghost(
     session: AsyncSession, user_id: int, ref: str
 ) -> tuple[dict[str, Any], Scope]:
-    """The Ghost CRD `ref` names for `user_id` and its owner scope; 404 `ghost_not_found`."""
+    """The Ghost CRD `ref` names for `user_id` (today's key spelling) and its owner scope;
+    404 `ghost_not_found`."""
     scope, name = parse_ref(user_id, ref)
     row = await store.get(session, GHOST_KIND, scope, name)
-    return row.json, scope
+    return current_spelling(row.json), scope
 
 
 async def skill_rows(

@@ -9,15 +9,18 @@ are not checked here.
 
 from __future__ import annotations
 
+import json
 from typing import Any, Literal
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from backend.crd.ghost import GHOST_KIND
+from backend.crd.ghost import GHOST_KIND, current_spelling
+from backend.crd.skill import SKILL_KIND
 from backend.db.models import SYSTEM_USER_ID, Kind, Secret
 from backend.errors import InvalidRequest
 from backend.ghosts.resolve import skill_rows
+from backend.ghosts.status import served, served_many
 from backend.ghosts.validation import GhostInput, parse_ghost
 from backend.kinds import store
 from backend.kinds.store import Scope
@@ -26,16 +29,61 @@ from chat_shell.net import EgressPolicy
 Action = Literal["created", "configured", "unchanged"]
 
 
-async def check_references(session: AsyncSession, scope: Scope, ghost: GhostInput) -> None:
+async def _elsewhere(
+    session: AsyncSession, caller_id: int, names: list[str]
+) -> dict[str, list[str]]:
+    """name -> the caller's other namespaces holding a skill of that name."""
+    rows = await session.execute(
+        select(Kind.name, Kind.namespace)
+        .where(Kind.kind == SKILL_KIND, Kind.user_id == caller_id, Kind.name.in_(names))
+        .order_by(Kind.name, Kind.namespace)
+    )
+    found: dict[str, list[str]] = {}
+    for name, namespace in rows:
+        found.setdefault(name, []).append(namespace)
+    return found
+
+
+def _unknown_skills(scope: Scope, unknown: list[str], elsewhere: dict[str, list[str]]) -> str:
+    if scope.user_id == SYSTEM_USER_ID:
+        message = (
+            f"no public skill named {', '.join(unknown)} (public Ghosts use public skills only)"
+        )
+        fix = "publish it with `skillhive skills push --public`"
+    else:
+        message = (
+            f"no skill named {', '.join(unknown)} in namespace {scope.namespace!r} or among "
+            "public skills (a Ghost uses the skills of its own namespace, then public ones)"
+        )
+        fix = f"upload it to {scope.namespace!r} too, or put the Ghost in that namespace"
+    if elsewhere:
+        groups: dict[tuple[str, ...], list[str]] = {}
+        for name, namespaces in elsewhere.items():
+            groups.setdefault(tuple(namespaces), []).append(name)
+        where = "; ".join(
+            f"{', '.join(map(repr, names))} in namespace{'s' if len(spaces) > 1 else ''} "
+            f"{', '.join(map(repr, spaces))}"
+            for spaces, names in groups.items()
+        )
+        message += f"; you have {where}: {fix}"
+    return message
+
+
+async def check_references(
+    session: AsyncSession, scope: Scope, ghost: GhostInput, *, caller_id: int | None = None
+) -> None:
+    """`caller_id`: who writes (an admin for public Ghosts); an unknown skill the caller has in
+    another namespace is pointed out."""
     skills = ghost.ghost.spec.skills
     found = await skill_rows(session, scope, skills, lock=True)
     unknown = [n for n in skills if n not in found]
     if unknown:
-        where = "public skills" if scope.user_id == SYSTEM_USER_ID else "your skills or public"
+        caller = scope.user_id if caller_id is None else caller_id
+        elsewhere = {} if caller == SYSTEM_USER_ID else await _elsewhere(session, caller, unknown)
         raise InvalidRequest(
-            f"no such skill in {where}: {', '.join(unknown)}",
+            _unknown_skills(scope, unknown, elsewhere),
             code="unknown_skills",
-            details={"skills": unknown},
+            details={"skills": unknown, "namespace": scope.namespace, "elsewhere": elsewhere},
         )
     if scope.user_id == SYSTEM_USER_ID or not ghost.secrets:
         return
@@ -56,7 +104,7 @@ async def check_references(session: AsyncSession, scope: Scope, ghost: GhostInpu
 
 
 def _content(crd: dict[str, Any]) -> tuple[Any, Any]:
-    return crd["metadata"].get("labels", {}), crd["spec"]
+    return crd["metadata"].get("labels", {}), current_spelling(crd)["spec"]
 
 
 async def find(session: AsyncSession, scope: Scope, name: str) -> Kind | None:
@@ -77,6 +125,7 @@ async def prepare(
     row: Kind | None,
     *,
     expected: int | None = None,
+    caller_id: int | None = None,
 ) -> Action:
     """What writing `ghost` over `row` does, after every check; writes nothing.
 
@@ -88,7 +137,7 @@ async def prepare(
         store.check_version(row, expected)
         if _content(ghost.crd) == _content(row.json):
             return "unchanged"
-    await check_references(session, scope, ghost)
+    await check_references(session, scope, ghost, caller_id=caller_id)
     return "created" if row is None else "configured"
 
 
@@ -117,17 +166,25 @@ async def save(
     row: Kind | None,
     *,
     expected: int | None = None,
+    caller_id: int | None = None,
 ) -> dict[str, Any]:
-    action = await prepare(session, scope, ghost, row, expected=expected)
+    action = await prepare(session, scope, ghost, row, expected=expected, caller_id=caller_id)
     return await write(session, scope, ghost, row, action, expected=expected)
 
 
 async def create(
-    session: AsyncSession, scope: Scope, body: Any, *, egress: EgressPolicy | None = None
+    session: AsyncSession,
+    scope: Scope,
+    body: Any,
+    *,
+    caller_id: int,
+    egress: EgressPolicy | None = None,
 ) -> dict[str, Any]:
-    crd = await save(session, scope, parse_ghost(body, scope, egress=egress), None)
+    """The stored Ghost as served (with `status`)."""
+    ghost = parse_ghost(body, scope, egress=egress)
+    crd = await save(session, scope, ghost, None, caller_id=caller_id)
     await session.commit()
-    return crd
+    return await served(session, scope, crd)
 
 
 async def replace(
@@ -136,18 +193,33 @@ async def replace(
     name: str,
     body: Any,
     *,
+    caller_id: int,
     expected: int | None = None,
     egress: EgressPolicy | None = None,
 ) -> dict[str, Any]:
     row = await store.get(session, GHOST_KIND, scope, name)
     ghost = parse_ghost(body, scope, name=name, egress=egress)
-    crd = await save(session, scope, ghost, row, expected=expected)
+    crd = await save(session, scope, ghost, row, expected=expected, caller_id=caller_id)
     await session.commit()
-    return crd
+    return await served(session, scope, crd)
 
 
 async def get(session: AsyncSession, scope: Scope, name: str) -> dict[str, Any]:
-    return (await store.get(session, GHOST_KIND, scope, name)).json
+    return await served(session, scope, (await store.get(session, GHOST_KIND, scope, name)).json)
+
+
+async def list_page(
+    session: AsyncSession, scopes: list[Scope], *, limit: int, token: str | None
+) -> dict[str, Any]:
+    """`{items, continue}`: a page of Ghosts as served (users never own namespace `public`,
+    so an item's namespace tells its scope)."""
+    page = await store.list_page(session, GHOST_KIND, scopes, limit=limit, token=token)
+    by_namespace = {scope.namespace: scope for scope in scopes}
+    stored = [json.loads(item) for item in page.items_json]
+    items = await served_many(
+        session, [(by_namespace[crd["metadata"]["namespace"]], crd) for crd in stored]
+    )
+    return {"items": items, "continue": page.next_token}
 
 
 async def delete(

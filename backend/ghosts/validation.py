@@ -52,7 +52,7 @@ class GhostInput:
         return self.ghost.model_dump(
             mode="json",
             exclude_none=True,
-            exclude={"metadata": {"resource_version", "creation_timestamp"}},
+            exclude={"metadata": {"resource_version", "creation_timestamp"}, "status": True},
         )
 
 
@@ -149,7 +149,7 @@ def _check_skill_lists(ghost: Ghost) -> None:
     if extra:
         raise _invalid(
             "preload_not_in_skills",
-            f"preload_skills must also be in skills: {', '.join(extra)}",
+            f"preloadSkills must also be in skills: {', '.join(extra)}",
             skills=extra,
         )
 

@@ -15,7 +15,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.elements import ColumnElement
 
-from backend.db.models import Kind
+from backend.db.models import SYSTEM_USER_ID, Kind
 from backend.db.types import utcnow
 from backend.errors import Conflict, NotFound, PreconditionFailed
 from backend.kinds import cursor
@@ -45,6 +45,18 @@ class Page:
         return f'{{"items":[{",".join(self.items_json)}],"continue":{token}}}'.encode()
 
 
+def _place(kind: str, scope: Scope) -> str:
+    """Where an object is, in a message (public skills live in user 0's namespace `default`)."""
+    if scope.user_id == SYSTEM_USER_ID:
+        return f"among public {kind}s"
+    return f"in namespace {scope.namespace!r}"
+
+
+def _where(name: str, scope: Scope) -> dict[str, Any]:
+    public = scope.user_id == SYSTEM_USER_ID
+    return {"name": name, "namespace": scope.namespace, "public": public}
+
+
 def _in_scopes(scopes: list[Scope]) -> ColumnElement[bool]:
     return or_(*(and_(Kind.user_id == s.user_id, Kind.namespace == s.namespace) for s in scopes))
 
@@ -58,8 +70,12 @@ async def get(session: AsyncSession, kind: str, scope: Scope, name: str) -> Kind
             Kind.name == name,
         )
     )
-    if row is None:  # someone else's object is indistinguishable from none (docs/architecture.md)
-        raise NotFoundError(f"{kind} {name!r} not found", code=f"{kind.lower()}_not_found")
+    if row is None:  # someone else's object is indistinguishable from none
+        raise NotFoundError(
+            f"{kind} {name!r} not found {_place(kind, scope)}",
+            code=f"{kind.lower()}_not_found",
+            details=_where(name, scope),
+        )
     return row
 
 
@@ -137,9 +153,9 @@ async def insert(
     except IntegrityError as exc:
         await session.rollback()
         raise Conflict(
-            f"{kind} {name!r} already exists in namespace {scope.namespace!r}",
+            f"{kind} {name!r} already exists {_place(kind, scope)}",
             code=f"{kind.lower()}_exists",
-            details={"name": name, "namespace": scope.namespace},
+            details=_where(name, scope),
         ) from exc
     return row
 

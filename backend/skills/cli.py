@@ -6,7 +6,7 @@ import asyncio
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import httpx
 import typer
@@ -24,13 +24,43 @@ CHUNK = 256 * 1024
 PROGRESS_FROM_BYTES = 1024 * 1024  # show a progress bar for archives larger than this
 
 
+def fail(message: str) -> NoReturn:
+    """One `error:` line on stderr and exit status 1: what a person sees for an expected failure."""
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(1)
+
+
+def api_url() -> str:
+    """SKILLHIVE_URL, else the local gateway on SKILLHIVE_PORT."""
+    url = os.environ.get("SKILLHIVE_URL") or f"http://127.0.0.1:{get_settings().port}"
+    return url.rstrip("/")
+
+
+def unreachable(url: str, exc: httpx.TransportError) -> str:
+    reason = str(exc) or type(exc).__name__
+    return (
+        f"cannot reach the Skillhive API at {url} ({reason}); is `skillhive serve` running? "
+        "Set SKILLHIVE_URL to its address (default http://127.0.0.1:$SKILLHIVE_PORT)"
+    )
+
+
+def http_error(response: httpx.Response) -> str:
+    """`STATUS code: message` of an error answer (any body: a proxy may answer instead)."""
+    try:
+        error = response.json()["error"]
+        detail = f"{error['code']}: {error['message']}"
+    except (ValueError, KeyError, TypeError):
+        detail = f"{response.reason_phrase} from {response.request.url}"
+    hint = " (check SKILLHIVE_TOKEN)" if response.status_code == 401 else ""
+    return f"{response.status_code} {detail}{hint}"
+
+
 def _archive_bytes(path: Path) -> bytes:
     if path.is_dir():
         return zip_folder(path)
     if path.is_file():
         return path.read_bytes()
-    typer.echo(f"error: {path} is neither a folder nor a file", err=True)
-    raise typer.Exit(1)
+    fail(f"{path} is neither a folder nor a file")
 
 
 def _print_warnings(warnings: list[SkillWarning] | tuple[SkillWarning, ...]) -> None:
@@ -87,12 +117,12 @@ def push(
     public: Annotated[bool, typer.Option(help="Publish as a public skill (admins).")] = False,
     strict: Annotated[bool, typer.Option(help="Refuse the upload on any warning.")] = False,
 ) -> None:
-    """Upload (or replace) a skill through the API [SKILLHIVE_URL, SKILLHIVE_TOKEN]."""
-    base = os.environ.get("SKILLHIVE_URL", "http://127.0.0.1:8000").rstrip("/")
+    """Upload (or replace) a skill through the API [SKILLHIVE_URL (default
+    http://127.0.0.1:$SKILLHIVE_PORT), SKILLHIVE_TOKEN]."""
+    base = api_url()
     token = os.environ.get("SKILLHIVE_TOKEN")
     if not token:
-        typer.echo("error: set SKILLHIVE_TOKEN to an API token", err=True)
-        raise typer.Exit(1)
+        fail("set SKILLHIVE_TOKEN to an API token (`skillhive admin create-token USER`)")
     data = _archive_bytes(path)
     cap = get_settings().max_archive_bytes
     if len(data) > cap:  # the server would refuse it: do not send megabytes to hear that
@@ -106,14 +136,15 @@ def push(
     collection = "/api/v1/public/skills" if public else f"/api/v1/namespaces/{namespace}/skills"
     query = "?strict=true" if strict else ""
     headers = {"Authorization": f"Bearer {token}"}
-    with httpx.Client(base_url=base, headers=headers, timeout=120) as client:
-        response = _send(client, "POST", collection + query, data)
-        if response.status_code == 409:
-            response = _send(client, "PUT", f"{collection}/{package.name}{query}", data)
+    try:
+        with httpx.Client(base_url=base, headers=headers, timeout=120) as client:
+            response = _send(client, "POST", collection + query, data)
+            if response.status_code == 409:
+                response = _send(client, "PUT", f"{collection}/{package.name}{query}", data)
+    except httpx.TransportError as exc:
+        fail(unreachable(base, exc))
     if response.status_code >= 400:
-        error = response.json().get("error", {}) if response.content else {}
-        typer.echo(f"error: {response.status_code} {error.get('code')}: {error.get('message')}")
-        raise typer.Exit(1)
+        fail(http_error(response))
     crd = response.json()
     _print_warnings([SkillWarning.model_validate(w) for w in crd["status"]["warnings"]])
     verb = "created" if response.status_code == 201 else "replaced"

@@ -18,7 +18,7 @@ from backend.config import Settings
 from backend.db.models import SYSTEM_USER_ID, SkillBinary
 from backend.db.types import utcnow
 from backend.egress import check_egress
-from backend.errors import InvalidRequest
+from backend.errors import Conflict, InvalidRequest
 from backend.ghosts.references import release_skill
 from backend.kinds import store
 from backend.kinds.store import Scope
@@ -41,6 +41,19 @@ def _crd(
 ) -> dict[str, Any]:
     crd = package.to_crd(namespace=scope.namespace, labels=labels, enabled=enabled)
     return crd.model_dump(mode="json", exclude_none=True)
+
+
+def how_to_replace(scope: Scope, name: str) -> str:
+    """The `skill_exists` hint: both ways to replace a skill."""
+    if scope == PUBLIC_SCOPE:
+        url, option = f"/api/v1/public/skills/{name}", "--public"
+    else:
+        url = f"/api/v1/namespaces/{scope.namespace}/skills/{name}"
+        option = f"--namespace {scope.namespace}"
+    return (
+        f"to replace it, PUT the package to {url} or run "
+        f"`skillhive skills push <folder> {option}` (it replaces an existing skill)"
+    )
 
 
 async def _read(data: bytes, settings: Settings, scope: Scope, *, strict: bool) -> SkillPackage:
@@ -67,7 +80,11 @@ async def create(
 ) -> dict[str, Any]:
     package = await _read(data, settings, scope, strict=strict)
     crd = _crd(package, scope, labels={}, enabled=True)
-    row = await store.insert(session, SKILL_KIND, scope, package.name, crd)
+    try:
+        row = await store.insert(session, SKILL_KIND, scope, package.name, crd)
+    except Conflict as exc:
+        exc.message += f"; {how_to_replace(scope, package.name)}"
+        raise
     # A Core INSERT: the ORM unit of work holds on to (and re-inspects) the 10 MiB value.
     await session.execute(
         insert(SkillBinary).values(

@@ -7,10 +7,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from backend.cli import app
 from backend.config import get_settings
+from tests.support.ports import closed_port
 
 runner = CliRunner()
 
@@ -53,8 +54,39 @@ def test_migrate_then_create_user_and_token(cli_env: Path) -> None:
 
 def test_cli_errors_are_clear(cli_env: Path) -> None:
     not_migrated = runner.invoke(app, ["admin", "create-user", "ada"])
-    assert not_migrated.exit_code == 1
-    assert "skillhive migrate" in not_migrated.output
+    assert_one_error_line(not_migrated, "no schema yet", "skillhive migrate")
     runner.invoke(app, ["migrate"])
     unknown = runner.invoke(app, ["admin", "create-token", "nobody"])
-    assert unknown.exit_code == 1 and "user_not_found" in unknown.output
+    assert_one_error_line(unknown, "user_not_found")
+
+
+def assert_one_error_line(result: Result, *needles: str) -> str:
+    """Exit status 1, no traceback, one `error:` line holding every needle."""
+    assert result.exit_code == 1, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.output
+    for needle in needles:
+        assert needle in lines[0], (needle, lines[0])
+    return lines[0]
+
+
+def test_an_unreachable_database_is_one_line_naming_it_without_its_password(
+    cli_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    port = closed_port()
+    monkeypatch.setenv("SKILLHIVE_DATABASE_URL", f"postgresql://u:pw-secret@127.0.0.1:{port}/db")
+    get_settings.cache_clear()
+    for command in (["migrate"], ["admin", "create-user", "ada"], ["skills", "sync"]):
+        line = assert_one_error_line(
+            runner.invoke(app, command), f"127.0.0.1:{port}", "SKILLHIVE_DATABASE_URL"
+        )
+        assert "pw-secret" not in line
+
+
+def test_an_invalid_setting_is_one_line_naming_it(
+    cli_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SKILLHIVE_PORT", "eighty")
+    get_settings.cache_clear()
+    assert_one_error_line(runner.invoke(app, ["admin", "create-user", "ada"]), "SKILLHIVE_PORT")

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from fastapi import APIRouter, Request
+from pydantic import BaseModel
 
 from backend.api.body import JSON_TYPES, YAML_TYPES, media_type, parse_json, read_body, unsupported
 from backend.api.deps import CurrentUser, SessionDep, SettingsDep
+from backend.api.errors import errors
+from backend.crd.ghost import GhostWarning
 from backend.errors import InvalidRequest
 from backend.ghosts.apply import apply
 from backend.skills.safe_yaml import YamlError, load_yaml_all
@@ -28,6 +31,18 @@ _BODY_OPENAPI = {
         },
     }
 }
+
+
+class Applied(BaseModel):
+    kind: Literal["Ghost"]
+    namespace: str
+    name: str
+    action: Literal["created", "configured", "unchanged"]
+    warnings: list[GhostWarning]
+
+
+class ApplyResult(BaseModel):
+    items: list[Applied]
 
 
 def parse_documents(data: bytes, media: str) -> list[Any]:
@@ -59,13 +74,25 @@ def parse_documents(data: bytes, media: str) -> list[Any]:
     raise unsupported("application/yaml (multi-document) or application/json (a list)")
 
 
-@router.post("/apply", openapi_extra=_BODY_OPENAPI)
+@router.post(
+    "/apply",
+    response_model=ApplyResult,
+    responses=errors(
+        (403, "a document is in namespace `public` and the caller is no admin"),
+        (409, "another request created one of the Ghosts meanwhile (`ghost_exists`); retry"),
+        412,
+        413,
+        415,
+        422,
+    ),
+    openapi_extra=_BODY_OPENAPI,
+)
 async def apply_objects(
     request: Request, user: CurrentUser, session: SessionDep, settings: SettingsDep
 ) -> Any:
-    """Create or update each Ghost; `{items: [{kind, namespace, name, action}]}` with action
-    `created`, `configured` or `unchanged`. One invalid object: 422 naming its `index`, and
-    nothing is written."""
+    """Create or update each Ghost; per object its `action` (`created`, `configured` or
+    `unchanged`) and the `warnings` its `status` shows. One refused object: the error names its
+    `index` in `details`, and nothing is written."""
     media = media_type(request)
     if media not in YAML_TYPES | JSON_TYPES:
         raise unsupported("application/yaml (multi-document) or application/json (a list)")

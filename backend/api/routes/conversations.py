@@ -6,13 +6,14 @@ import json
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from backend.api.deps import CurrentUser, SessionDep
+from backend.api.errors import errors
 from backend.chat import conversations
 from backend.chat.events import TERMINAL, EventData, message_json
 from backend.chat.runtime import DEFAULT_TITLE, ChatRuntime
@@ -48,12 +49,52 @@ class MessageIn(BaseModel):
     content: str = Field(min_length=1, max_length=MAX_CONTENT)
 
 
+class MessageOut(BaseModel):
+    """A stored message (`backend.chat.events.message_json`)."""
+
+    id: int
+    conversation_id: str
+    role: Literal["user", "assistant"]
+    content: str
+    status: str = Field(description="`ok`, `error` or `cancelled`")
+    reply_to: int | None = Field(description="an answer's user message")
+    tool_calls: list[dict[str, Any]]
+    loaded_skills: list[dict[str, Any]] | None = Field(
+        description="skills in context after an answer; null when a failed turn kept the last"
+    )
+    usage: dict[str, Any]
+    error: dict[str, Any] | None
+    created_at: datetime
+
+
+class MessageList(BaseModel):
+    items: list[MessageOut]
+    continue_: str | None = Field(alias="continue")
+
+
+class CancelResult(BaseModel):
+    cancelled: bool = Field(description="false when no turn was running")
+
+
+_NOT_FOUND = errors((404, "no such conversation of the caller (`conversation_not_found`)"))
+_SSE_EVENTS = (
+    "`start`, `token`, `tool_start`, `tool_end`, `skill_loaded`, `skill_error`, `mcp_error`, "
+    "`usage`, then `done` or `error`"
+)
+
+
 def _runtime(request: Request) -> ChatRuntime:
     runtime: ChatRuntime = request.app.state.chat
     return runtime
 
 
-@router.post("", status_code=201)
+@router.post(
+    "",
+    status_code=201,
+    responses=errors(
+        (404, "the caller may not use that Ghost, or it does not exist (`ghost_not_found`)"), 422
+    ),
+)
 async def create_conversation(
     body: ConversationCreate, user: CurrentUser, session: SessionDep
 ) -> ConversationOut:
@@ -63,7 +104,7 @@ async def create_conversation(
     return ConversationOut.model_validate(created)
 
 
-@router.get("", response_model_by_alias=True)
+@router.get("", response_model_by_alias=True, responses=errors(422))
 async def list_conversations(
     user: CurrentUser,
     session: SessionDep,
@@ -76,7 +117,7 @@ async def list_conversations(
     )
 
 
-@router.get("/{conversation_id}")
+@router.get("/{conversation_id}", responses=_NOT_FOUND)
 async def get_conversation(
     conversation_id: str, user: CurrentUser, session: SessionDep
 ) -> ConversationOut:
@@ -85,7 +126,7 @@ async def get_conversation(
     )
 
 
-@router.delete("/{conversation_id}", status_code=204)
+@router.delete("/{conversation_id}", status_code=204, responses=_NOT_FOUND)
 async def delete_conversation(
     conversation_id: str, user: CurrentUser, session: SessionDep, request: Request
 ) -> Response:
@@ -96,16 +137,20 @@ async def delete_conversation(
     return Response(status_code=204)
 
 
-@router.post("/{conversation_id}/cancel")
+@router.post("/{conversation_id}/cancel", responses=_NOT_FOUND)
 async def cancel_turn(
     conversation_id: str, user: CurrentUser, session: SessionDep, request: Request
-) -> dict[str, bool]:
+) -> CancelResult:
     """Cancel the running turn (it ends with `cancelled`); `cancelled: false` if none ran."""
     await conversations.get(session, user.id, conversation_id)
-    return {"cancelled": await _runtime(request).dispatcher.cancel(conversation_id)}
+    return CancelResult(cancelled=await _runtime(request).dispatcher.cancel(conversation_id))
 
 
-@router.get("/{conversation_id}/messages")
+@router.get(
+    "/{conversation_id}/messages",
+    response_model=MessageList,
+    responses={**_NOT_FOUND, **errors(422)},
+)
 async def list_messages(
     conversation_id: str,
     user: CurrentUser,
@@ -126,8 +171,20 @@ def _sse(event: EventData) -> bytes:
 
 @router.post(
     "/{conversation_id}/messages",
+    response_model=MessageOut,
     responses={
-        200: {"content": {"text/event-stream": {}}, "description": "the answer, or its events"}
+        200: {
+            "description": "the stored answer (JSON), or with `Accept: text/event-stream` the "
+            f"turn's events as Server-Sent Events: {_SSE_EVENTS}; each `data:` is the event as "
+            "JSON, `X-Message-Id` names the user message",
+            "content": {"text/event-stream": {"schema": {"type": "string"}}},
+        },
+        **_NOT_FOUND,
+        **errors(
+            (409, "a turn of this conversation is running (`turn_in_progress`)"),
+            422,
+            (503, "a backing service is unavailable, or the answer could not be stored"),
+        ),
     },
 )
 async def send_message(

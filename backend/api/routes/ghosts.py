@@ -12,9 +12,16 @@ from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from fastapi.responses import JSONResponse
 
 from backend.api.body import read_json
-from backend.api.deps import SessionDep, SettingsDep
-from backend.api.resources import ScopeDep, crd_response, own_scope, public_scopes
-from backend.crd.ghost import GHOST_KIND, Ghost
+from backend.api.deps import CurrentUser, SessionDep, SettingsDep
+from backend.api.resources import (
+    GhostList,
+    ScopeDep,
+    crd_errors,
+    crd_response,
+    own_scope,
+    public_scopes,
+)
+from backend.crd.ghost import Ghost
 from backend.ghosts import PUBLIC_GHOSTS, service
 from backend.kinds import store
 from backend.kinds.store import Scope
@@ -22,7 +29,7 @@ from backend.kinds.store import Scope
 MAX_GHOST_BYTES = 1024 * 1024
 
 # The body is read by hand (size cap, error codes); OpenAPI still shows its schema, which the
-# GET response registers under components.
+# responses register under components.
 
 _BODY_OPENAPI = {
     "requestBody": {
@@ -37,49 +44,66 @@ def _register(router: APIRouter, read_scope: ScopeDep, write_scope: ScopeDep, *,
     WriteScope = Annotated[Scope, Depends(write_scope)]
     IfMatch = Annotated[str | None, Header()]
 
-    @router.get("")
+    @router.get("", response_model=GhostList, responses=crd_errors(422, own=own))
     async def list_ghosts(
         scope: ReadScope,
         session: SessionDep,
         limit: Annotated[int, Query(ge=1, le=store.MAX_PAGE)] = 100,
         continue_: Annotated[str | None, Query(alias="continue")] = None,
         include_public: bool = False,
-    ) -> Response:
+    ) -> JSONResponse:
         """Sorted by name; pass the returned `continue` token to get the next page."""
         scopes = [scope, PUBLIC_GHOSTS] if own and include_public else [scope]
-        page = await store.list_page(session, GHOST_KIND, scopes, limit=limit, token=continue_)
-        return Response(page.render(), media_type="application/json")
+        return JSONResponse(await service.list_page(session, scopes, limit=limit, token=continue_))
 
-    @router.post("", status_code=201, openapi_extra=_BODY_OPENAPI)
+    @router.post(
+        "",
+        status_code=201,
+        response_model=Ghost,
+        responses=crd_errors(409, 413, 415, 422, own=own, write=True),
+        openapi_extra=_BODY_OPENAPI,
+    )
     async def create_ghost(
-        request: Request, scope: WriteScope, session: SessionDep, settings: SettingsDep
+        request: Request,
+        scope: WriteScope,
+        session: SessionDep,
+        settings: SettingsDep,
+        user: CurrentUser,
     ) -> JSONResponse:
+        """The answer's `status.warnings` names listed skills that are disabled."""
         body = await read_json(request, MAX_GHOST_BYTES)
-        crd = await service.create(session, scope, body, egress=settings.egress)
+        crd = await service.create(session, scope, body, caller_id=user.id, egress=settings.egress)
         return crd_response(crd, 201)
 
-    @router.get("/{name}", responses={200: {"model": Ghost}})
+    @router.get("/{name}", response_model=Ghost, responses=crd_errors(404, own=own))
     async def get_ghost(name: str, scope: ReadScope, session: SessionDep) -> JSONResponse:
+        """`status.warnings` names listed skills that are disabled (`skill_disabled`)."""
         return crd_response(await service.get(session, scope, name))
 
-    @router.put("/{name}", openapi_extra=_BODY_OPENAPI)
+    @router.put(
+        "/{name}",
+        response_model=Ghost,
+        responses=crd_errors(404, 412, 413, 415, 422, own=own, write=True),
+        openapi_extra=_BODY_OPENAPI,
+    )
     async def replace_ghost(
         name: str,
         request: Request,
         scope: WriteScope,
         session: SessionDep,
         settings: SettingsDep,
+        user: CurrentUser,
         if_match: IfMatch = None,
     ) -> JSONResponse:
         """Replaces labels and spec; `If-Match` or `metadata.resourceVersion` are preconditions."""
         expected = store.parse_if_match(if_match)
         body: Any = await read_json(request, MAX_GHOST_BYTES)
         crd = await service.replace(
-            session, scope, name, body, expected=expected, egress=settings.egress
+            session, scope, name, body, caller_id=user.id, expected=expected, egress=settings.egress
         )
         return crd_response(crd)
 
-    @router.delete("/{name}", status_code=204)
+    @router.delete("/{name}", status_code=204, responses=crd_errors(404, 412, own=own, write=True))
     async def delete_ghost(
         name: str, scope: WriteScope, session: SessionDep, if_match: IfMatch = None
     ) -> Response:

@@ -7,10 +7,11 @@ process without bubblewrap serves everything except running skill scripts).
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, Literal
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel
 from sqlalchemy import text
 
 from backend.chat.sandbox import sandbox_status
@@ -18,6 +19,20 @@ from backend.chat.sandbox import sandbox_status
 router = APIRouter(tags=["health"])
 
 CHECK_TIMEOUT_S = 2.0
+
+
+class Health(BaseModel):
+    status: Literal["ok"]
+
+
+class Check(BaseModel):
+    ok: bool
+    error: str | None = None  # the exception's class name only
+
+
+class Readiness(BaseModel):
+    status: Literal["ok", "unavailable"]
+    checks: dict[str, Check]
 
 
 async def _check(probe: Any) -> dict[str, Any]:
@@ -35,11 +50,15 @@ async def _database(request: Request) -> None:
 
 
 @router.get("/healthz")
-async def healthz() -> dict[str, str]:
-    return {"status": "ok"}
+async def healthz() -> Health:
+    return Health(status="ok")
 
 
-@router.get("/readyz", responses={503: {"description": "a dependency is unreachable"}})
+@router.get(
+    "/readyz",
+    response_model=Readiness,
+    responses={503: {"model": Readiness, "description": "a dependency is unreachable"}},
+)
 async def readyz(request: Request) -> JSONResponse:
     checks = {"database": await _check(_database(request))}
     redis = request.app.state.redis

@@ -3,25 +3,40 @@
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Any
+from typing import Any, Literal
 
 from fastapi import APIRouter, Request
+from pydantic import BaseModel
 
 from backend.api.deps import AdminUser
+from backend.api.errors import errors
 from backend.chat.sandbox import sandbox_status
 
 router = APIRouter(tags=["operations"])
 
 
-@router.get("/metrics")
-async def metrics(_: AdminUser, request: Request) -> dict[str, Any]:
+class PendingRequests(BaseModel):
+    pending: int
+    resolved: int
+    expired: int
+    rejected: int
+
+
+class Metrics(BaseModel):
+    mode: Literal["redis", "embedded"]
+    pending_requests: PendingRequests
+    sandbox: dict[str, Any]  # availability (and why not), engine, who may run
+
+
+@router.get("/metrics", responses=errors(403))
+async def metrics(_: AdminUser, request: Request) -> Metrics:
     """Pending browser requests of this process: waiting now, and answers resolved, expired
     and rejected since start (sum them across gateways and workers); whether this process can
     run skill scripts in the sandbox, and if not why."""
     runtime = request.app.state.chat
     settings = request.app.state.settings
-    return {
-        "mode": "redis" if settings.redis_url else "embedded",
-        "pending_requests": asdict(runtime.registry.metrics()),
-        "sandbox": await sandbox_status(request.app.state.sandbox, settings),
-    }
+    return Metrics(
+        mode="redis" if settings.redis_url else "embedded",
+        pending_requests=PendingRequests(**asdict(runtime.registry.metrics())),
+        sandbox=await sandbox_status(request.app.state.sandbox, settings),
+    )

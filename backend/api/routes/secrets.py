@@ -8,6 +8,7 @@ from fastapi import APIRouter, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from backend.api.deps import CurrentUser, SessionDep
+from backend.api.errors import errors
 from backend.secrets import service
 
 router = APIRouter(prefix="/secrets", tags=["secrets"])
@@ -37,7 +38,16 @@ async def list_secrets(user: CurrentUser, session: SessionDep) -> SecretList:
     return SecretList(items=[SecretOut.model_validate(r) for r in rows])
 
 
-@router.put("/{name}", responses={201: {"description": "created"}})
+@router.put(
+    "/{name}",
+    status_code=201,
+    response_class=Response,
+    responses={
+        201: {"description": "created"},
+        204: {"description": "replaced"},
+        **errors(422),
+    },
+)
 async def put_secret(
     name: str, body: SecretIn, user: CurrentUser, session: SessionDep, request: Request
 ) -> Response:
@@ -46,7 +56,7 @@ async def put_secret(
     return Response(status_code=201 if created else 204)
 
 
-@router.delete("/{name}", status_code=204)
+@router.delete("/{name}", status_code=204, responses=errors(404))
 async def delete_secret(name: str, user: CurrentUser, session: SessionDep) -> Response:
     await service.remove(session, user.id, name)
     await session.commit()

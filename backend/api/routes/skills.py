@@ -14,8 +14,16 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
 from backend.api.deps import SessionDep, SettingsDep
-from backend.api.resources import ScopeDep, crd_response, own_scope, public_scopes
+from backend.api.resources import (
+    ScopeDep,
+    SkillList,
+    crd_errors,
+    crd_response,
+    own_scope,
+    public_scopes,
+)
 from backend.api.upload import ARCHIVE_BODY_OPENAPI, read_archive
+from backend.crd.skill import Skill
 from backend.kinds import store
 from backend.kinds.store import Scope
 from backend.skills import service
@@ -45,7 +53,7 @@ def _register(router: APIRouter, read_scope: ScopeDep, write_scope: ScopeDep, *,
     ReadScope = Annotated[Scope, Depends(read_scope)]
     WriteScope = Annotated[Scope, Depends(write_scope)]
 
-    @router.get("")
+    @router.get("", response_model=SkillList, responses=crd_errors(422, own=own))
     async def list_skills(
         scope: ReadScope,
         session: SessionDep,
@@ -62,7 +70,20 @@ def _register(router: APIRouter, read_scope: ScopeDep, write_scope: ScopeDep, *,
         )
         return Response(page.render(), media_type="application/json")
 
-    @router.post("", status_code=201, openapi_extra=ARCHIVE_BODY_OPENAPI)
+    @router.post(
+        "",
+        status_code=201,
+        response_model=Skill,
+        responses=crd_errors(
+            (409, "a skill of that name exists (`skill_exists`); PUT replaces it"),
+            413,
+            415,
+            422,
+            own=own,
+            write=True,
+        ),
+        openapi_extra=ARCHIVE_BODY_OPENAPI,
+    )
     async def upload_skill(
         request: Request,
         scope: WriteScope,
@@ -74,11 +95,16 @@ def _register(router: APIRouter, read_scope: ScopeDep, write_scope: ScopeDep, *,
         crd = await service.create(session, settings, scope, data, strict=strict)
         return crd_response(crd, 201)
 
-    @router.get("/{name}")
+    @router.get("/{name}", response_model=Skill, responses=crd_errors(404, own=own))
     async def get_skill(name: str, scope: ReadScope, session: SessionDep) -> JSONResponse:
         return crd_response(await service.get(session, scope, name))
 
-    @router.put("/{name}", openapi_extra=ARCHIVE_BODY_OPENAPI)
+    @router.put(
+        "/{name}",
+        response_model=Skill,
+        responses=crd_errors(404, 412, 413, 415, 422, own=own, write=True),
+        openapi_extra=ARCHIVE_BODY_OPENAPI,
+    )
     async def replace_skill(
         name: str,
         request: Request,
@@ -95,7 +121,9 @@ def _register(router: APIRouter, read_scope: ScopeDep, write_scope: ScopeDep, *,
         )
         return crd_response(crd)
 
-    @router.patch("/{name}")
+    @router.patch(
+        "/{name}", response_model=Skill, responses=crd_errors(404, 412, 422, own=own, write=True)
+    )
     async def patch_skill(
         name: str,
         body: SkillPatch,
@@ -113,7 +141,13 @@ def _register(router: APIRouter, read_scope: ScopeDep, write_scope: ScopeDep, *,
         )
         return crd_response(crd)
 
-    @router.delete("/{name}", status_code=204)
+    @router.delete(
+        "/{name}",
+        status_code=204,
+        responses=crd_errors(
+            404, (409, "Ghosts use the skill (`skill_referenced`)"), 422, own=own, write=True
+        ),
+    )
     async def delete_skill(
         name: str, scope: WriteScope, session: SessionDep, force: bool = False
     ) -> Response:
@@ -121,7 +155,18 @@ def _register(router: APIRouter, read_scope: ScopeDep, write_scope: ScopeDep, *,
         await service.delete(session, scope, name, force=force)
         return Response(status_code=204)
 
-    @router.get("/{name}/package", responses={304: {"description": "not modified"}})
+    @router.get(
+        "/{name}/package",
+        response_class=Response,
+        responses={
+            200: {
+                "description": "the ZIP archive; `ETag` is its SHA-256",
+                "content": {"application/zip": {}},  # binary: no schema (OpenAPI 3.1)
+            },
+            304: {"description": "not modified (`If-None-Match` matched)"},
+            **crd_errors(404, own=own),
+        },
+    )
     async def get_package(
         name: str,
         scope: ReadScope,
@@ -135,7 +180,18 @@ def _register(router: APIRouter, read_scope: ScopeDep, write_scope: ScopeDep, *,
         headers["Content-Disposition"] = f'attachment; filename="{name}.zip"'
         return Response(stored.data, media_type="application/zip", headers=headers)
 
-    @router.get("/{name}/files/{path:path}")
+    @router.get(
+        "/{name}/files/{path:path}",
+        response_class=Response,
+        responses={
+            200: {
+                "description": "the file: text, JSON, PNG and JPEG inline, anything else as a "
+                "download (`application/octet-stream`)",
+                "content": {"*/*": {}},
+            },
+            **crd_errors(404, own=own),
+        },
+    )
     async def get_file(
         name: str, path: str, scope: ReadScope, session: SessionDep, settings: SettingsDep
     ) -> Response:

@@ -8,6 +8,7 @@ from fastapi import APIRouter, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from backend.api.deps import CurrentUser, RowId, SessionDep
+from backend.api.errors import errors
 from backend.auth import service
 from backend.auth.notices import AuthEnded, auth_notices
 from backend.db.types import utcnow
@@ -45,7 +46,7 @@ async def list_tokens(user: CurrentUser, session: SessionDep) -> TokenList:
     return TokenList(items=[TokenOut.model_validate(t) for t in tokens])
 
 
-@router.post("", status_code=201)
+@router.post("", status_code=201, responses=errors(422))
 async def create_token(body: TokenCreate, user: CurrentUser, session: SessionDep) -> TokenCreated:
     expires = utcnow() + timedelta(days=body.expires_in_days) if body.expires_in_days else None
     issued = await service.issue_token(session, user, body.name, expires_at=expires)
@@ -53,7 +54,7 @@ async def create_token(body: TokenCreate, user: CurrentUser, session: SessionDep
     return TokenCreated(**TokenOut.model_validate(issued.token).model_dump(), token=issued.secret)
 
 
-@router.delete("/{token_id}", status_code=204)
+@router.delete("/{token_id}", status_code=204, responses=errors(404, 422))
 async def revoke_token(
     token_id: RowId, user: CurrentUser, session: SessionDep, request: Request
 ) -> Response:

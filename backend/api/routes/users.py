@@ -8,12 +8,13 @@ from fastapi import APIRouter, Request
 from pydantic import BaseModel, Field
 
 from backend.api.deps import AdminUser, RowId, SessionDep
+from backend.api.errors import errors
 from backend.api.routes.me import UserOut
 from backend.auth import service
 from backend.auth.notices import AuthEnded, auth_notices
 from backend.errors import InvalidRequest
 
-router = APIRouter(prefix="/users", tags=["users"])
+router = APIRouter(prefix="/users", tags=["users"], responses=errors(403))
 
 
 class UserList(BaseModel):
@@ -39,7 +40,7 @@ async def list_users(_: AdminUser, session: SessionDep) -> UserList:
     return UserList(items=[UserOut.model_validate(u) for u in await service.list_users(session)])
 
 
-@router.post("", status_code=201)
+@router.post("", status_code=201, responses=errors(409, 422))
 async def create_user(body: UserCreate, _: AdminUser, session: SessionDep) -> UserCreated:
     user = await service.create_user(session, body.name, admin=body.role == "admin")
     issued = await service.issue_token(session, user, "initial")
@@ -47,7 +48,7 @@ async def create_user(body: UserCreate, _: AdminUser, session: SessionDep) -> Us
     return UserCreated(**UserOut.model_validate(user).model_dump(), token=issued.secret)
 
 
-@router.patch("/{user_id}")
+@router.patch("/{user_id}", responses=errors(404, 422))
 async def patch_user(
     user_id: RowId, body: UserPatch, admin: AdminUser, session: SessionDep, request: Request
 ) -> UserOut:

@@ -24,7 +24,7 @@ metadata:
 spec:
   systemPrompt: You write.
   skills: [mine]
-  preload_skills: [mine]
+  preload_skills: [mine]  # the old spelling, still accepted
 ---
 # an empty document between two objects is skipped
 ---
@@ -65,7 +65,7 @@ async def test_yaml_stream_creates_then_reports_unchanged_then_configured(
     assert [a[3] for a in _actions(changed)] == ["unchanged", "configured"]
     writer = (await client.get(f"{own('default')}/writer", headers=alice.headers)).json()
     assert writer["metadata"]["resourceVersion"] == 1
-    assert writer["spec"]["preload_skills"] == ["mine"]
+    assert writer["spec"]["preloadSkills"] == ["mine"]  # echoed in camelCase
     reviewer = (await client.get(f"{own('prod')}/reviewer", headers=alice.headers)).json()
     assert reviewer["metadata"]["resourceVersion"] == 2
     assert reviewer["spec"]["systemPrompt"] == "You review well."

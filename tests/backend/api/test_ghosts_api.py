@@ -38,7 +38,7 @@ async def test_create_returns_the_stored_crd_and_get_returns_it_again(
     assert crd["spec"] == {
         "systemPrompt": "You help.",
         "skills": ["pdf-tools", "skillhive-skill-authoring"],
-        "preload_skills": ["pdf-tools"],  # the spelling; preloadSkills accepted on input
+        "preloadSkills": ["pdf-tools"],
         "mcpServers": {"docs": {"url": "https://mcp.example.com/mcp", "timeout": 5.0}},
         "model": {"name": "gpt-4o-mini", "temperature": 0.2, "maxTokens": 500},
         "retentionTurns": 3,
@@ -121,6 +121,12 @@ async def test_put_replaces_and_honours_if_match_and_body_resource_version(
 
     missing = await client.put(f"{BASE}/nope", json=ghost("nope"), headers=alice.headers)
     assert_error(missing, 404, "ghost_not_found")
+    assert missing.json()["error"]["message"] == "Ghost 'nope' not found in namespace 'dev'"
+    assert missing.json()["error"]["details"] == {
+        "name": "nope",
+        "namespace": "dev",
+        "public": False,
+    }
 
 
 async def test_delete_honours_if_match_then_the_ghost_is_gone(

@@ -27,7 +27,7 @@ async def test_deleting_a_users_skill_used_by_their_ghosts_is_409_listing_them(
     for account in (alice, bob):
         await add_skill(client, account.headers, "mine")
     await add_skill(client, alice.headers, "other")
-    uses = ghost("a", skills=["other", "mine"], preload_skills=["mine", "other"])
+    uses = ghost("a", skills=["other", "mine"], preloadSkills=["mine", "other"])
     assert (await create(client, alice.headers, uses)).status_code == 201
     assert (await create(client, alice.headers, ghost("b", skills=["mine"]))).status_code == 201
     assert (await create(client, alice.headers, ghost("c", skills=["other"]))).status_code == 201
@@ -46,7 +46,7 @@ async def test_deleting_a_users_skill_used_by_their_ghosts_is_409_listing_them(
     assert forced.status_code == 204, forced.text
     assert (await client.get(f"{SKILLS}/mine", headers=alice.headers)).status_code == 404
     a = await _get(client, f"{own()}/a", alice)
-    assert a["spec"]["skills"] == ["other"] and a["spec"]["preload_skills"] == ["other"]
+    assert a["spec"]["skills"] == ["other"] and a["spec"]["preloadSkills"] == ["other"]
     assert a["metadata"]["resourceVersion"] == 2
     assert (await _get(client, f"{own()}/b", alice))["spec"]["skills"] == []
     assert (await _get(client, f"{own()}/c", alice))["metadata"]["resourceVersion"] == 1
@@ -64,7 +64,7 @@ async def test_deleting_a_public_skill_counts_other_users_ghosts_without_naming_
     secret_name = ghost("alices-private-agent", skills=["shared"])
     assert (await create(client, alice.headers, secret_name)).status_code == 201
     assert (await create(client, bob.headers, ghost("b", skills=["shared"]))).status_code == 201
-    public = ghost("pub", skills=["shared"], preload_skills=["shared"])
+    public = ghost("pub", skills=["shared"], preloadSkills=["shared"])
     assert (await create(client, admin.headers, public, base=PUBLIC)).status_code == 201
 
     refused = await client.delete(f"{PUBLIC_SKILLS}/shared", headers=admin.headers)
@@ -79,7 +79,7 @@ async def test_deleting_a_public_skill_counts_other_users_ghosts_without_naming_
     forced = await client.delete(f"{PUBLIC_SKILLS}/shared?force=true", headers=admin.headers)
     assert forced.status_code == 204, forced.text
     pub = await _get(client, f"{PUBLIC}/pub", alice)
-    assert pub["spec"]["skills"] == [] and pub["spec"]["preload_skills"] == []
+    assert pub["spec"]["skills"] == [] and pub["spec"]["preloadSkills"] == []
     alices = await _get(client, f"{own()}/alices-private-agent", alice)
     assert alices["spec"]["skills"] == [] and alices["metadata"]["resourceVersion"] == 2
     bobs = await _get(client, f"{own()}/b", bob)

@@ -186,9 +186,21 @@ async def test_skills_resolve_own_in_the_namespace_then_public(
     assert (await create(client, alice.headers, both)).status_code == 201
     other_namespace = await create(client, alice.headers, both, base=own("prod"))
     assert_error(other_namespace, 422, "unknown_skills")
-    assert other_namespace.json()["error"]["details"] == {"skills": ["mine"]}
-    # bob cannot use alice's skill: to him it does not exist
-    assert_error(await create(client, bob.headers, both), 422, "unknown_skills")
+    error = other_namespace.json()["error"]
+    # the Ghost's namespace, and where the caller does have the skill
+    assert error["details"] == {
+        "skills": ["mine"],
+        "namespace": "prod",
+        "elsewhere": {"mine": ["dev"]},
+    }
+    assert (
+        "namespace 'prod'" in error["message"] and "'mine' in namespace 'dev'" in error["message"]
+    )
+    # bob cannot use alice's skill: to him it does not exist, nor is it pointed out
+    refused = await create(client, bob.headers, both)
+    assert_error(refused, 422, "unknown_skills")
+    assert refused.json()["error"]["details"]["elsewhere"] == {}
+    assert "you have" not in refused.json()["error"]["message"]
     assert (await create(client, bob.headers, ghost("g", skills=["shared"]))).status_code == 201
 
 

@@ -79,6 +79,10 @@ async def test_duplicate_name_is_409_and_concurrent_uploads_keep_one_row(
     assert sorted(r.status_code for r in results) == [201, 409]
     conflict = next(r for r in results if r.status_code == 409)
     assert_error(conflict, 409, "skill_exists")
+    message = conflict.json()["error"]["message"]  # says how to replace it
+    assert "already exists in namespace 'dev'" in message
+    assert "PUT the package to /api/v1/namespaces/dev/skills/twin" in message
+    assert "`skillhive skills push <folder> --namespace dev`" in message
     assert await user_rows(app) == (1, 1)
     # the same name in another namespace is a different skill
     assert (await upload(client, alice.headers, data, namespace="prod")).status_code == 201

@@ -31,6 +31,8 @@ async def test_a_reference_resolves_to_the_callers_own_or_a_public_ghost(
             with pytest.raises(NotFound) as missing:
                 await resolve_ghost(session, user_id, ref)
             assert missing.value.code == "ghost_not_found"
+            namespace, _, name = ref.partition("/")
+            assert f"{name!r}" in missing.value.message and namespace in missing.value.message
 
 
 @pytest.mark.parametrize("ref", ["", "mine", "dev/", "/mine", "dev/mine/x", "Dev/mine", "dev/a b"])

@@ -6,7 +6,10 @@ import os
 import random
 import shutil
 import socket
+import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -15,8 +18,11 @@ from typer.testing import CliRunner
 from backend.app import create_app
 from backend.cli import app as cli
 from backend.config import Settings, get_settings
+from tests.backend.test_cli import assert_one_error_line
+from tests.support import zips
 from tests.support.corpus import FIXTURE_SKILLS
 from tests.support.live import live_server
+from tests.support.ports import closed_port
 
 runner = CliRunner()
 
@@ -96,3 +102,77 @@ def test_push_refuses_an_archive_over_the_size_cap_before_sending_it(
     assert result.exit_code == 1
     assert "archive_too_large" in result.output
     assert "the limit is 32768 (SKILLHIVE_MAX_ARCHIVE_BYTES)" in result.output
+
+
+def _skill_folder(tmp_path: Path) -> Path:
+    folder = tmp_path / "demo"
+    folder.mkdir()
+    (folder / "SKILL.md").write_text(zips.skill_md("demo"))
+    return folder
+
+
+def test_push_to_a_closed_port_is_one_line_naming_the_url_and_skillhive_url(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    port = closed_port()
+    monkeypatch.delenv("SKILLHIVE_URL", raising=False)
+    monkeypatch.setenv("SKILLHIVE_PORT", str(port))  # the default URL follows it
+    monkeypatch.setenv("SKILLHIVE_TOKEN", "shk_x")
+    get_settings.cache_clear()
+    result = runner.invoke(cli, ["skills", "push", str(_skill_folder(tmp_path))])
+    get_settings.cache_clear()
+    assert_one_error_line(result, f"http://127.0.0.1:{port}", "SKILLHIVE_URL", "refused")
+
+
+@contextmanager
+def answering(status: int, body: bytes, content_type: str) -> Iterator[str]:
+    """A loopback HTTP server answering every request with one canned response."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *_: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "content_type", "needles"),
+    [
+        (
+            401,
+            b'{"error": {"code": "invalid_token", "message": "unknown token", "details": {}}}',
+            "application/json",
+            ["401 invalid_token: unknown token", "SKILLHIVE_TOKEN"],
+        ),
+        (502, b"<html>bad gateway</html>", "text/html", ["502 Bad Gateway from http://"]),
+    ],
+)
+def test_push_reports_an_http_error_by_status_code_and_message(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    status: int,
+    body: bytes,
+    content_type: str,
+    needles: list[str],
+) -> None:
+    monkeypatch.setenv("SKILLHIVE_TOKEN", "shk_x")
+    with answering(status, body, content_type) as url:
+        monkeypatch.setenv("SKILLHIVE_URL", url)
+        result = runner.invoke(cli, ["skills", "push", str(_skill_folder(tmp_path))])
+    assert_one_error_line(result, *needles)

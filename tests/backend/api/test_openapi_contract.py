@@ -1,0 +1,318 @@
+"""`/openapi.json` tells a client generator the truth: every status it declares is answered, with
+the declared body, and every answer is declared (the `client` fixture checks each response)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import httpx
+import pytest
+from fastapi import FastAPI
+from openapi_core.templating.responses.exceptions import ResponseNotFound
+from openapi_core.validation.response.exceptions import (
+    DataValidationError,
+    InvalidData,
+)
+
+from backend.api.errors import ERROR_DESCRIPTIONS
+from backend.db.engine import create_engine, create_sessionmaker
+from backend.ghosts import service as ghost_service
+from tests.backend.api.ghost_helpers import ghost
+from tests.backend.api.test_auth import assert_error
+from tests.backend.chat.conftest import make_setup
+from tests.backend.chat.test_rest_chat import held_turn
+from tests.conftest import Account
+from tests.fake_openai_server import FakeOpenAIServer, Reply
+from tests.support import zips
+from tests.support.openapi import Contract
+
+API = "/api/v1"
+NS = f"{API}/namespaces/dev"
+PUBLIC = f"{API}/public"
+ZIP = {"Content-Type": "application/zip"}
+HUGE = 11 * 1024 * 1024  # over every body cap (archives 10 MiB, apply 4 MiB, Ghosts 1 MiB)
+
+
+def expect(response: httpx.Response, status: int) -> httpx.Response:
+    assert response.status_code == status, (response.request.url, response.text)
+    return response
+
+
+def oversized(headers: dict[str, str], media: str) -> dict[str, Any]:
+    """Request kwargs for a body over the cap (refused from its Content-Length)."""
+    return {"content": b"0" * HUGE, "headers": {**headers, "Content-Type": media}}
+
+
+async def _skills(c: httpx.AsyncClient, base: str, writer: Account, other: Account) -> None:
+    """Every status of one skill tree; `other` may not write it (public) or is another user."""
+    h = writer.headers
+    own = base.startswith(NS)
+    archive = zips.skill("tool")
+    expect(await c.post(base, content=archive, headers={**h, **ZIP}), 201)
+    expect(await c.post(base, content=archive, headers={**h, **ZIP}), 409)
+    expect(await c.post(base, content=b"x", headers={**h, "Content-Type": "text/plain"}), 415)
+    expect(await c.post(base, content=b"not a zip", headers={**h, **ZIP}), 422)
+    expect(await c.post(base, **oversized(h, "application/zip")), 413)
+    expect(await c.get(base, headers=h), 200)
+    expect(await c.get(f"{base}?limit=0", headers=h), 422)
+    expect(await c.get(f"{base}/tool", headers=h), 200)
+    expect(await c.get(f"{base}/nope", headers=h), 404)
+    item = f"{base}/tool"
+    expect(await c.put(item, content=archive, headers={**h, **ZIP}), 200)
+    expect(await c.put(f"{base}/nope", content=archive, headers={**h, **ZIP}), 404)
+    expect(await c.put(item, content=archive, headers={**h, **ZIP, "If-Match": '"9"'}), 412)
+    expect(await c.put(item, content=b"x", headers={**h, "Content-Type": "text/plain"}), 415)
+    expect(await c.put(item, content=zips.skill("other"), headers={**h, **ZIP}), 422)
+    expect(await c.put(item, **oversized(h, "application/zip")), 413)
+    expect(await c.patch(item, json={"labels": {"team": "a"}}, headers=h), 200)
+    expect(await c.patch(f"{base}/nope", json={}, headers=h), 404)
+    expect(await c.patch(item, json={}, headers={**h, "If-Match": '"9"'}), 412)
+    expect(await c.patch(item, json={"enabled": "sometimes"}, headers=h), 422)
+    package = expect(await c.get(f"{item}/package", headers=h), 200)
+    etag = {**h, "If-None-Match": package.headers["etag"]}
+    expect(await c.get(f"{item}/package", headers=etag), 304)
+    expect(await c.get(f"{base}/nope/package", headers=h), 404)
+    expect(await c.get(f"{item}/files/SKILL.md", headers=h), 200)
+    expect(await c.get(f"{item}/files/missing.md", headers=h), 404)
+    expect(await c.delete(f"{base}/nope", headers=h), 404)
+    expect(await c.delete(f"{item}?force=maybe", headers=h), 422)
+    if not own:
+        expect(await c.post(base, content=archive, headers={**other.headers, **ZIP}), 403)
+        expect(await c.put(item, content=archive, headers={**other.headers, **ZIP}), 403)
+        expect(await c.patch(item, json={}, headers=other.headers), 403)
+        expect(await c.delete(item, headers=other.headers), 403)
+    else:
+        bad = base.replace("/dev/", "/Bad_NS/")
+        for path in ("", "/tool", "/tool/package", "/tool/files/SKILL.md"):
+            expect(await c.get(bad + path, headers=h), 422)
+    # a Ghost relies on the skill: 409 until forced
+    ghosts = base.replace("/skills", "/ghosts")
+    expect(await c.post(ghosts, json=ghost("relies", skills=["tool"]), headers=h), 201)
+    expect(await c.delete(item, headers=h), 409)
+    expect(await c.delete(f"{item}?force=true", headers=h), 204)
+
+
+async def _ghosts(c: httpx.AsyncClient, base: str, writer: Account, other: Account) -> None:
+    h = writer.headers
+    own = base.startswith(NS)
+    body = ghost("g", skills=["skillhive-skill-authoring"])
+    text = {**h, "Content-Type": "text/plain"}
+    expect(await c.post(base, json=body, headers=h), 201)
+    expect(await c.post(base, json=body, headers=h), 409)
+    expect(await c.post(base, content=b"{}", headers=text), 415)
+    expect(await c.post(base, json=ghost("g", skills=["nope"]), headers=h), 422)
+    expect(await c.post(base, **oversized(h, "application/json")), 413)
+    expect(await c.get(base, headers=h), 200)
+    expect(await c.get(f"{base}?limit=0", headers=h), 422)
+    expect(await c.get(f"{base}/g", headers=h), 200)
+    expect(await c.get(f"{base}/nope", headers=h), 404)
+    expect(await c.put(f"{base}/g", json=body, headers=h), 200)
+    expect(await c.put(f"{base}/nope", json=ghost("nope"), headers=h), 404)
+    expect(await c.put(f"{base}/g", json=body, headers={**h, "If-Match": '"9"'}), 412)
+    expect(await c.put(f"{base}/g", content=b"{}", headers=text), 415)
+    expect(await c.put(f"{base}/g", json=ghost("other"), headers=h), 422)
+    expect(await c.put(f"{base}/g", **oversized(h, "application/json")), 413)
+    expect(await c.delete(f"{base}/g", headers={**h, "If-Match": '"9"'}), 412)
+    expect(await c.delete(f"{base}/nope", headers=h), 404)
+    if not own:
+        expect(await c.post(base, json=body, headers=other.headers), 403)
+        expect(await c.put(f"{base}/g", json=body, headers=other.headers), 403)
+        expect(await c.delete(f"{base}/g", headers=other.headers), 403)
+    else:
+        bad = base.replace("/dev/", "/Bad_NS/")
+        for response in (
+            await c.get(f"{bad}/g", headers=h),
+            await c.delete(f"{bad}/g", headers=h),
+        ):
+            expect(response, 422)
+    expect(await c.delete(f"{base}/g", headers=h), 204)
+
+
+async def _apply(c: httpx.AsyncClient, alice: Account, monkeypatch: pytest.MonkeyPatch) -> None:
+    h = alice.headers
+    doc = ghost("applied", skills=["skillhive-skill-authoring"])
+    expect(await c.post(f"{API}/apply", json=[doc], headers=h), 200)
+    expect(
+        await c.post(f"{API}/apply", content=b"x", headers={**h, "Content-Type": "text/csv"}), 415
+    )
+    expect(await c.post(f"{API}/apply", json=[{"kind": "Skill"}], headers=h), 422)
+    expect(await c.post(f"{API}/apply", **oversized(h, "application/json")), 413)
+    public = ghost("p", namespace="public")
+    expect(await c.post(f"{API}/apply", json=[public], headers=h), 403)
+    stale = ghost("applied")
+    stale["metadata"]["resourceVersion"] = 9
+    expect(await c.post(f"{API}/apply", json=[stale], headers=h), 412)
+    # another request creates the Ghost between apply's read and its insert
+    with monkeypatch.context() as patched:
+
+        async def nothing_there(*_: Any) -> None:
+            return None
+
+        patched.setattr(ghost_service, "find", nothing_there)
+        expect(await c.post(f"{API}/apply", json=[doc], headers=h), 409)
+
+
+async def _accounts(c: httpx.AsyncClient, alice: Account, admin: Account) -> None:
+    a, r = alice.headers, admin.headers
+    expect(await c.get(f"{API}/me", headers=a), 200)
+    expect(await c.get(f"{API}/tokens", headers=a), 200)
+    token = expect(await c.post(f"{API}/tokens", json={"name": "ci"}, headers=a), 201)
+    expect(await c.post(f"{API}/tokens", json={"name": ""}, headers=a), 422)
+    expect(await c.delete(f"{API}/tokens/{token.json()['id']}", headers=a), 204)
+    expect(await c.delete(f"{API}/tokens/99999", headers=a), 404)
+    expect(await c.delete(f"{API}/tokens/first", headers=a), 422)
+    expect(await c.get(f"{API}/users", headers=r), 200)
+    expect(await c.get(f"{API}/users", headers=a), 403)
+    created = expect(await c.post(f"{API}/users", json={"name": "carol"}, headers=r), 201)
+    expect(await c.post(f"{API}/users", json={"name": "carol"}, headers=r), 409)
+    expect(await c.post(f"{API}/users", json={"name": "x", "role": "king"}, headers=r), 422)
+    expect(await c.post(f"{API}/users", json={"name": "dave"}, headers=a), 403)
+    carol = f"{API}/users/{created.json()['id']}"
+    expect(await c.patch(carol, json={"is_active": False}, headers=r), 200)
+    expect(await c.patch(f"{API}/users/99999", json={}, headers=r), 404)
+    expect(await c.patch(f"{API}/users/{admin.id}", json={"role": "user"}, headers=r), 422)
+    expect(await c.patch(carol, json={}, headers=a), 403)
+    expect(await c.get(f"{API}/metrics", headers=r), 200)
+    expect(await c.get(f"{API}/metrics", headers=a), 403)
+    expect(await c.get(f"{API}/secrets", headers=a), 200)
+    expect(await c.put(f"{API}/secrets/KEY", json={"value": "v"}, headers=a), 201)
+    expect(await c.put(f"{API}/secrets/KEY", json={"value": "w"}, headers=a), 204)
+    expect(await c.put(f"{API}/secrets/1KEY", json={"value": "v"}, headers=a), 422)
+    expect(await c.delete(f"{API}/secrets/KEY", headers=a), 204)
+    expect(await c.delete(f"{API}/secrets/KEY", headers=a), 404)
+    expect(await c.get("/healthz"), 200)
+    expect(await c.get("/readyz"), 200)
+
+
+async def _chat(c: httpx.AsyncClient, alice: Account, openai_server: FakeOpenAIServer) -> None:
+    setup = await make_setup(c, alice, openai_server)
+    h = alice.headers
+    conversations = f"{API}/conversations"
+    expect(await c.post(conversations, json={"ghost": "dev/nope"}, headers=h), 404)
+    expect(await c.post(conversations, json={"ghost": "x"}, headers=h), 422)
+    cid = await setup.conversation(c)
+    one = f"{conversations}/{cid}"
+    expect(await c.get(conversations, headers=h), 200)
+    expect(await c.get(f"{conversations}?limit=0", headers=h), 422)
+    expect(await c.get(one, headers=h), 200)
+    expect(await c.get(f"{conversations}/nope", headers=h), 404)
+    openai_server.script(Reply(text="Hello."))
+    answer = expect(await c.post(f"{one}/messages", json={"content": "hi"}, headers=h), 200)
+    assert answer.json()["content"] == "Hello."
+    openai_server.script(Reply(text="Streamed."))
+    sse = {**h, "Accept": "text/event-stream"}
+    async with c.stream("POST", f"{one}/messages", json={"content": "again"}, headers=sse) as s:
+        expect(s, 200)
+        events = [line async for line in s.aiter_lines() if line.startswith("event: ")]
+    assert events[-1] == "event: done"
+    expect(await c.post(f"{one}/messages", json={"content": ""}, headers=h), 422)
+    expect(await c.post(f"{conversations}/nope/messages", json={"content": "x"}, headers=h), 404)
+    async with held_turn(c, setup, openai_server, cid, "held") as running:
+        busy = await c.post(f"{one}/messages", json={"content": "x"}, headers=h)
+        assert_error(busy, 409, "turn_in_progress")
+        expect(await c.post(f"{one}/cancel", headers=h), 200)
+    await running
+    expect(await c.post(f"{conversations}/nope/cancel", headers=h), 404)
+    expect(await c.get(f"{one}/messages", headers=h), 200)
+    expect(await c.get(f"{one}/messages?continue=abc", headers=h), 422)
+    expect(await c.get(f"{conversations}/nope/messages", headers=h), 404)
+    expect(await c.delete(f"{conversations}/nope", headers=h), 404)
+    expect(await c.delete(one, headers=h), 204)
+
+
+def _each_operation(contract: Contract) -> Iterator[tuple[str, str]]:
+    """(METHOD, URL) of every documented operation, with placeholder path parameters."""
+    values = {"namespace": "dev", "name": "x", "token_id": "1", "user_id": "1", "path": "a.md"}
+    for path, operations in contract.app.openapi()["paths"].items():
+        url = path
+        for key, value in values.items():
+            url = url.replace(f"{{{key}}}", value)
+        url = url.replace("{conversation_id}", "c")
+        for method in operations:
+            yield method.upper(), url
+
+
+@contextmanager
+def dead_database(app: FastAPI, tmp_path: Any) -> Iterator[None]:
+    """Point the app at a database that cannot be opened."""
+    saved = app.state.engine, app.state.sessionmaker
+    engine = create_engine(f"sqlite+aiosqlite:///{tmp_path}/missing/dir/db.sqlite")
+    app.state.engine, app.state.sessionmaker = engine, create_sessionmaker(engine)
+    try:
+        yield
+    finally:
+        app.state.engine, app.state.sessionmaker = saved
+
+
+async def test_every_documented_status_is_answered_with_its_documented_body(
+    app: FastAPI,
+    client: httpx.AsyncClient,
+    contract: Contract,
+    alice: Account,
+    admin: Account,
+    openai_server: FakeOpenAIServer,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Any,
+) -> None:
+    await _accounts(client, alice, admin)
+    await _skills(client, f"{NS}/skills", alice, admin)
+    await _skills(client, f"{PUBLIC}/skills", admin, alice)
+    await _ghosts(client, f"{NS}/ghosts", alice, admin)
+    await _ghosts(client, f"{PUBLIC}/ghosts", admin, alice)
+    await _apply(client, alice, monkeypatch)
+    await _chat(client, alice, openai_server)
+    for method, url in _each_operation(contract):
+        if url.startswith(API):
+            assert_error(await client.request(method, url), 401, "missing_token")
+    with dead_database(app, tmp_path):
+        expect(await client.get("/readyz"), 503)
+        for method, url in _each_operation(contract):
+            if url.startswith(API):
+                response = await client.request(method, url, headers=alice.headers)
+                assert_error(response, 503, "dependency_unavailable")
+
+    never_answered = contract.documented() - contract.seen
+    assert not never_answered, (sorted(never_answered), sorted(contract.seen)[:5])
+
+
+def test_the_document_declares_the_error_envelope_and_nothing_of_fastapis_default(
+    app: FastAPI,
+) -> None:
+    document = app.openapi()
+    text = json.dumps(document)
+    assert "HTTPValidationError" not in text and '"detail"' not in text
+    envelope = {"$ref": "#/components/schemas/ErrorResponse"}
+    for path, operations in document["paths"].items():
+        for method, operation in operations.items():
+            responses = operation["responses"]
+            if path.startswith(API):
+                assert {"401", "503"} <= set(responses), (method, path)
+            for status, response in responses.items():
+                if int(status) >= 400 and path != "/readyz":
+                    schema = response["content"]["application/json"]["schema"]
+                    assert schema == envelope, (method, path, status)
+                json_body = response.get("content", {}).get("application/json")
+                if json_body is not None:
+                    assert json_body.get("schema"), (method, path, status)
+    body = document["components"]["schemas"]["ErrorBody"]
+    assert set(body["required"]) == {"code", "message", "details"}
+    assert set(ERROR_DESCRIPTIONS) >= {401, 403, 404, 409, 412, 413, 415, 422}
+
+
+def test_the_check_refuses_an_undeclared_status_and_a_body_of_the_wrong_shape(
+    app: FastAPI, contract: Contract
+) -> None:
+    request = httpx.Request("PUT", "http://testserver/api/v1/secrets/KEY")
+    ok = httpx.Response(201, request=request)
+    contract.check(request, ok, b"")
+    # what the route was documented as before: 200 with a JSON body
+    undeclared = httpx.Response(200, json={}, request=request)
+    with pytest.raises(ResponseNotFound):
+        contract.check(request, undeclared, undeclared.content)
+    fastapi_default = {"detail": [{"loc": ["body"], "msg": "x", "type": "missing"}]}
+    wrong = httpx.Response(422, json=fastapi_default, request=request)
+    with pytest.raises((InvalidData, DataValidationError)):
+        contract.check(request, wrong, wrong.content)
