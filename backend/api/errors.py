@@ -96,11 +96,33 @@ def _drop_default_422(schema: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
+def _document_body_caps(schema: dict[str, Any]) -> dict[str, Any]:
+    """Every API write may carry a body, and `body_limits.BodyLimitMiddleware` caps every body
+    (413) whatever the route: declared once here, where it is true for all of them."""
+    for path, operations in schema.get("paths", {}).items():
+        if not path.startswith("/api/"):
+            continue
+        for method, operation in operations.items():
+            if method in ("post", "put", "patch"):
+                responses = operation.setdefault("responses", {})
+                responses.setdefault("413", _error_response_schema(413))
+                operation["responses"] = dict(sorted(responses.items()))
+    return schema
+
+
+def _error_response_schema(status: int) -> dict[str, Any]:
+    return {
+        "description": ERROR_DESCRIPTIONS[status],
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorResponse"}}},
+    }
+
+
 def _document_errors(app: FastAPI) -> None:
     generate = app.openapi
 
     def openapi() -> dict[str, Any]:
-        return _drop_default_422(generate())  # idempotent: `generate` caches the document
+        # idempotent: `generate` caches the document
+        return _document_body_caps(_drop_default_422(generate()))
 
     app.openapi = openapi  # type: ignore[method-assign]
 

@@ -18,11 +18,12 @@ from openapi_core.validation.response.exceptions import (
 )
 
 from backend.api.errors import ERROR_DESCRIPTIONS
+from backend.config import Settings
 from backend.db.engine import create_engine, create_sessionmaker
 from backend.ghosts import service as ghost_service
 from tests.backend.api.ghost_helpers import ghost
 from tests.backend.api.test_auth import assert_error
-from tests.backend.chat.conftest import make_setup
+from tests.backend.chat.conftest import LOOPBACK_ALLOW, make_setup
 from tests.backend.chat.test_rest_chat import held_turn
 from tests.conftest import Account
 from tests.fake_openai_server import FakeOpenAIServer, Reply
@@ -34,6 +35,12 @@ NS = f"{API}/namespaces/dev"
 PUBLIC = f"{API}/public"
 ZIP = {"Content-Type": "application/zip"}
 HUGE = 11 * 1024 * 1024  # over every body cap (archives 10 MiB, apply 4 MiB, Ghosts 1 MiB)
+
+
+@pytest.fixture
+def settings(settings: Settings) -> Settings:
+    """The scripted model server is on loopback: reached through an explicit egress allow."""
+    return settings.model_copy(update={"egress_allow": LOOPBACK_ALLOW})
 
 
 def expect(response: httpx.Response, status: int) -> httpx.Response:
@@ -267,6 +274,9 @@ async def test_every_documented_status_is_answered_with_its_documented_body(
     for method, url in _each_operation(contract):
         if url.startswith(API):
             assert_error(await client.request(method, url), 401, "missing_token")
+        if url.startswith(API) and method in ("POST", "PUT", "PATCH"):  # every body is capped
+            big = oversized(alice.headers, "application/json")
+            expect(await client.request(method, url, **big), 413)
     with dead_database(app, tmp_path):
         expect(await client.get("/readyz"), 503)
         for method, url in _each_operation(contract):
