@@ -146,6 +146,9 @@ class Settings(BaseSettings):
     package_cache_bytes: int = Field(
         64 * MiB, ge=0, description="Memory for skill packages cached by hash (tool providers)."
     )
+    skill_file_read_bytes: int = Field(
+        32 * 1024, ge=1, description="Most bytes of a skill file one read_skill_file call returns."
+    )
     secrets_key: SecretStr | None = Field(
         None, description="Fernet key encrypting user secrets at rest."
     )

@@ -48,6 +48,13 @@ class ProviderRef(_Model):
     class_name: str = Field(alias="class")
 
 
+class SkillFileInfo(_Model):
+    """One file of a skill's package (path relative to its root), as the upload listed it."""
+
+    path: str
+    size: int = Field(ge=0)
+
+
 class SkillSpec(_Model):
     """One skill the Ghost may use, as stored: metadata, instructions and tool wiring."""
 
@@ -61,6 +68,8 @@ class SkillSpec(_Model):
     mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
     public: bool = False
     sha256: str | None = None
+    # The package's files (SKILL.md included), listed in the loaded skill's block.
+    files: list[SkillFileInfo] = Field(default_factory=list)
 
 
 class LoadedSkill(_Model):
@@ -127,6 +136,8 @@ class TurnRequest(_Model):
     retention_turns: int = Field(default=5, ge=0)
     loaded_skills_token_budget: int = Field(default=8000, gt=0)
     recursion_limit: int = Field(default=50, ge=2)
+    # The most bytes of a skill file one read_skill_file call returns.
+    skill_file_read_bytes: int = Field(default=32 * 1024, gt=0)
     # The 0-based index of this user turn; None counts the user messages in `history`. Set it
     # when history is windowed, or retention would be computed from the window.
     turn_index: int | None = Field(default=None, ge=0)

@@ -69,6 +69,7 @@ def skill_spec(crd: Mapping[str, Any]) -> SkillSpec:
         mcp_servers=parse_mcp_servers(spec.get("mcpServers", {}), trusted=public),
         public=public,
         sha256=status.get("sha256"),
+        files=[{"path": f["path"], "size": f["size"]} for f in spec.get("files", [])],
     )
 
 
@@ -198,6 +199,7 @@ def build_turn_request(inputs: TurnInputs, settings: Settings) -> TurnRequest:
         history=history(inputs.history),
         user_message=inputs.user_message,
         retention_turns=DEFAULT_RETENTION_TURNS if retention is None else retention,
+        skill_file_read_bytes=settings.skill_file_read_bytes,
         turn_index=inputs.user_turns_before + sum(1 for m in inputs.history if m.role == "user"),
         context=SubstitutionContext(
             user=UserRef(id=inputs.user_id, name=inputs.user_name),

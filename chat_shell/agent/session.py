@@ -32,6 +32,7 @@ from chat_shell.ports import FrontendChannel, PackageSource
 from chat_shell.skills.active import ActiveSkills, last_loaded_records
 from chat_shell.skills.prompt import (
     EMPTY_LOADED_BLOCK,
+    render_file_listing,
     render_stable_prompt,
     render_system_prompt,
 )
@@ -39,6 +40,12 @@ from chat_shell.skills.provider import ProviderContext
 from chat_shell.skills.registry import ProviderRegistry
 from chat_shell.skills.toolset import create_provider_tools
 from chat_shell.tools.builtin.load_skill import LOAD_SKILL, load_skill_schema
+from chat_shell.tools.builtin.skill_files import (
+    LIST_SKILL_FILES,
+    READ_SKILL_FILE,
+    SkillFileReader,
+    has_resources,
+)
 from chat_shell.tools.mcp import GHOST_SCOPE, McpServerConfig, McpSessionPool
 from chat_shell.tools.pending.base import PendingRequestRegistry
 from chat_shell.tools.sandbox import SKILL_RUN, SandboxAccess, SkillRunner
@@ -118,6 +125,7 @@ class TurnSession:
         self.final_text = ""
         for notice in request.notices:
             self.emit(notice)
+        self.skill_files = SkillFileReader(package_source, request.skill_file_read_bytes)
         self.skill_runner = (
             SkillRunner(sandbox, package_source, stack) if sandbox and self.skills else None
         )
@@ -162,13 +170,17 @@ class TurnSession:
         return self._prompt_cache[1]
 
     def visible_tools(self) -> list[BaseTool]:
-        """load_skill and the Ghost's tools, then the tools of active skills (first name wins).
+        """load_skill and the Ghost's tools, the file tools while an active skill has files,
+        then the tools of active skills (first name wins).
 
         MCP precedence skill > Ghost: while a skill is active, the Ghost's server of the same name
         as one of the skill's is replaced by the skill's (its tools are hidden).
         """
         hidden = {id(t) for t in self._shadowed_ghost_tools()}
         tools = {t.name: t for t in self._base_tools if id(t) not in hidden}
+        if any(has_resources(self.skills[n]) for n in self.active.names()):
+            for tool in (LIST_SKILL_FILES, READ_SKILL_FILE):  # level 3: a skill's own files
+                tools.setdefault(tool.name, tool)
         for name in self.active.names():
             for tool in self._ready_tools(name):
                 tools.setdefault(tool.name, tool)
@@ -276,7 +288,8 @@ class TurnSession:
 
 def _cost(skill: SkillSpec) -> int:
     # Cheap on purpose (runs for every skill every turn): rendering would escape every body.
-    return estimate_tokens(skill.name + skill.prompt) + _BLOCK_OVERHEAD
+    listing = render_file_listing(skill) if skill.files else ""
+    return estimate_tokens(skill.name + skill.prompt + listing) + _BLOCK_OVERHEAD
 
 
 def _skill_servers(skill: SkillSpec) -> dict[str, McpServerConfig]:

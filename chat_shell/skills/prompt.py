@@ -19,9 +19,12 @@ from collections.abc import Iterable, Iterator, Sequence
 from xml.sax.saxutils import escape, unescape
 
 from chat_shell.contracts import SkillSpec
+from chat_shell.packages import SKILL_MD_NAMES, path_problem
 
 LOAD_SKILL_TOOL = "load_skill"
 LOADED_TAG = "skill_instructions"
+FILES_TAG = "skill_files"
+MAX_LISTED_FILES = 50
 FENCE_CHARS = 12
 
 _CATALOG_INTRO = (
@@ -86,9 +89,30 @@ def _block(name: str, fence: str, body: str) -> str:
 EMPTY_LOADED_BLOCK = _block("", "0" * FENCE_CHARS, "")
 
 
+def render_file_listing(skill: SkillSpec) -> str:
+    """The skill's files besides SKILL.md (path and size, the first `MAX_LISTED_FILES`), after
+    its block, escaped like the catalog; "" when it has none."""
+    files = [
+        f for f in skill.files if f.path not in SKILL_MD_NAMES and path_problem(f.path) is None
+    ]
+    if not files:
+        return ""
+    lines = [f"{escape(f.path)} ({f.size} bytes)" for f in files[:MAX_LISTED_FILES]]
+    if len(files) > MAX_LISTED_FILES:
+        lines.append(f"... and {len(files) - MAX_LISTED_FILES} more (list_skill_files lists all)")
+    return (
+        f'<{FILES_TAG} name="{_attr(skill.name)}">\n'
+        "Files of this skill, read on demand with read_skill_file:\n"
+        + "\n".join(lines)
+        + f"\n</{FILES_TAG}>"
+    )
+
+
 def render_loaded_skill(skill: SkillSpec) -> str:
     body = skill.prompt.strip()
-    return _block(skill.name, choose_fence(body), body)
+    block = _block(skill.name, choose_fence(body), body)
+    listing = render_file_listing(skill)
+    return f"{block}\n{listing}" if listing else block
 
 
 def render_system_prompt(stable: str, loaded: Sequence[SkillSpec]) -> str:

@@ -52,7 +52,7 @@ class SandboxAccess:
 
 async def package_files(source: PackageSource, sha256: str) -> Mapping[str, bytes]:
     """A package's files by path; the one place skill_run reads a package (swap it here)."""
-    return PackageFiles.from_zip(await source.get(sha256)).files
+    return PackageFiles.from_zip(await source.get(sha256), source.limits).files
 
 
 class SkillRunner:

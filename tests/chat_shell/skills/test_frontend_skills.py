@@ -77,7 +77,13 @@ async def test_a_render_error_reaches_the_model_which_fixes_the_diagram() -> Non
         "data": {"code": BAD},
     }
     assert second.data["data"] == {"code": GOOD}
-    assert model.calls[1].tool_names == ["load_skill", "render_mermaid", "read_mermaid_reference"]
+    assert model.calls[1].tool_names == [
+        "load_skill",
+        "list_skill_files",  # the skill has files: level 3 comes with it
+        "read_skill_file",
+        "render_mermaid",
+        "read_mermaid_reference",
+    ]
     failed, rendered = tool_results(model)[1:]
     assert failed.status == "error" and "Parse error on line 2" in failed.text
     assert "call render_mermaid again" in failed.text
