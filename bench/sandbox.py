@@ -30,6 +30,7 @@ from pathlib import Path
 
 from bench._util import compare
 from chat_shell.contracts import SkillSpec
+from chat_shell.errors import ProviderLoadError
 from chat_shell.ports import InMemoryPackageSource
 from chat_shell.sandbox import BubblewrapSandbox, SandboxLimits, SandboxResult, SandboxRun
 from chat_shell.sandbox.arguments import SANDBOX_PATH
@@ -177,9 +178,15 @@ async def package_symlink(p: Probes) -> str | None:
         link.create_system = 3
         link.external_attr = (stat.S_IFLNK | 0o777) << 16
         archive.writestr(link, str(p.key))
-    skill = p.skill(dict(PackageFiles.from_zip(buffer.getvalue()).files))
-    (skill / "host-link").symlink_to(p.key)  # and a link made on the host side
-    result = await p.run('cat "$SKILL_DIR/leak" "$SKILL_DIR/host-link"', skill_dir=skill)
+    try:
+        PackageFiles.from_zip(buffer.getvalue())
+    except ProviderLoadError:
+        pass  # the package reader refuses the link: it never reaches a skill folder
+    else:
+        return "the package reader let a symlink entry through"
+    skill = p.skill({"SKILL.md": b"x"})
+    (skill / "host-link").symlink_to(p.key)  # a link made on the host side
+    result = await p.run('cat "$SKILL_DIR/host-link"', skill_dir=skill)
     shutil.rmtree(skill.parent)
     return "a symlink reached the host" if p.secret in result.stdout else None
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from chat_shell.errors import ProviderLoadError
 from chat_shell.sandbox import (
     BubblewrapSandbox,
     SandboxLimits,
@@ -292,20 +293,12 @@ def zip_with_symlink(target: str) -> bytes:
     return data
 
 
-async def test_a_symlink_in_the_package_is_not_followed_outside(
-    sandbox: BubblewrapSandbox, workspace: Workspace, skill_dir: Path, host_secrets: Path
-) -> None:
+def test_a_symlink_in_the_package_never_reaches_the_sandbox(host_secrets: Path) -> None:
+    # The one package reader refuses the entry, so no skill folder can ever hold the link.
     key = host_secrets / "secrets.key"
-    skill = skill_dir
-    write_tree(skill, PackageFiles.from_zip(zip_with_symlink(str(key))).files)
-    result = await run(
-        sandbox, workspace, 'test -L "$SKILL_DIR/leak" && echo LINK; cat "$SKILL_DIR/leak"',
-        skill_dir=skill,
-    )  # fmt: skip
-
-    assert not (skill / "leak").is_symlink()
-    assert result.stdout == str(key)  # the link's text, as a plain file
-    assert key.read_text(encoding="utf-8") not in result.stdout
+    with pytest.raises(ProviderLoadError) as refused:
+        PackageFiles.from_zip(zip_with_symlink(str(key)))
+    assert refused.value.details["reason"] == "symlink_entry"
 
 
 async def test_a_symlink_on_the_host_side_resolves_inside_the_sandbox_only(
