@@ -1,4 +1,4 @@
-"""The chat engine's package source: bytes from `skill_binaries` by hash, LRU bounded by bytes."""
+"""The chat engine's package source: bytes from `skill_blobs` by hash, LRU bounded by bytes."""
 
 from __future__ import annotations
 
