@@ -21,6 +21,7 @@ from backend.kinds.store import Scope
 from backend.skills import versions
 from backend.skills.limits import ArchiveLimits
 from backend.skills.package import SkillPackage, read_package, read_package_file
+from backend.skills.versions import VersionInfo
 
 SKILL_KIND = "Skill"
 PUBLIC_SCOPE = Scope(SYSTEM_USER_ID, "default")
@@ -199,6 +200,26 @@ async def get(session: AsyncSession, scope: Scope, name: str) -> dict[str, Any]:
 async def package(session: AsyncSession, scope: Scope, name: str) -> StoredPackage:
     row = await store.get(session, SKILL_KIND, scope, name)
     data, sha256 = await versions.package_of(session, row.id, None)
+    return StoredPackage(data=data, sha256=sha256, name=name)
+
+
+async def version_list(session: AsyncSession, scope: Scope, name: str) -> list[VersionInfo]:
+    row = await store.get(session, SKILL_KIND, scope, name)
+    return await versions.list_versions(session, row.id)
+
+
+async def version_crd(
+    session: AsyncSession, scope: Scope, name: str, number: int
+) -> dict[str, Any]:
+    row = await store.get(session, SKILL_KIND, scope, name)
+    return await versions.crd_of(session, row.id, number)
+
+
+async def version_package(
+    session: AsyncSession, scope: Scope, name: str, number: int
+) -> StoredPackage:
+    row = await store.get(session, SKILL_KIND, scope, name)
+    data, sha256 = await versions.package_of(session, row.id, number)
     return StoredPackage(data=data, sha256=sha256, name=name)
 
 
