@@ -1,4 +1,4 @@
-"""The chat engine's `PackageSource`: skill ZIPs from `skill_binaries`, cached by content hash.
+"""The chat engine's `PackageSource`: skill ZIPs from `skill_blobs`, cached by content hash.
 
 Content-addressed, so a cached entry can never be stale: a re-upload has a new hash. The engine
 reads the bytes with the one package reader (`chat_shell.packages`) under `limits`, the caps

@@ -86,17 +86,37 @@ class Kind(Base):
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
 
 
-class SkillBinary(Base):
-    """The ZIP bytes of a Skill; metadata queries never touch this table."""
+class SkillBlob(Base):
+    """A skill ZIP, stored once per content hash however many versions or skills use it."""
 
-    __tablename__ = "skill_binaries"
+    __tablename__ = "skill_blobs"
+
+    sha256: Mapped[str] = mapped_column(String(64), primary_key=True)
+    data: Mapped[bytes] = mapped_column(LargeBinary)
+    size: Mapped[int] = mapped_column(BigInteger)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class SkillVersion(Base):
+    """An immutable package version of a Skill; the newest one is the current package.
+
+    Metadata only: listing versions never reads bytes (those live in `skill_blobs`).
+    """
+
+    __tablename__ = "skill_versions"
+    __table_args__ = (UniqueConstraint("kind_id", "number"),)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    kind_id: Mapped[int] = mapped_column(ForeignKey("kinds.id", ondelete="CASCADE"), unique=True)
-    binary_data: Mapped[bytes] = mapped_column(LargeBinary)
-    file_size: Mapped[int] = mapped_column(BigInteger)
-    file_hash: Mapped[str] = mapped_column(String(64), index=True)
+    kind_id: Mapped[int] = mapped_column(ForeignKey("kinds.id", ondelete="CASCADE"))
+    number: Mapped[int] = mapped_column(Integer)
+    sha256: Mapped[str] = mapped_column(ForeignKey("skill_blobs.sha256"), index=True)
+    size: Mapped[int] = mapped_column(BigInteger)
+    crd: Mapped[dict[str, Any]] = mapped_column(JSONType)  # the CRD as it was
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    created_by: Mapped[int | None] = mapped_column(
+        ForeignKey("users.id", ondelete="SET NULL"), nullable=True
+    )
+    source: Mapped[dict[str, Any]] = mapped_column(JSONType)  # {"type": "upload"|"rollback"|...}
 
 
 class Secret(Base):

@@ -17,6 +17,7 @@ from backend.skills.package import SKILL_MD_NAMES
 from backend.skills.service import PUBLIC_SCOPE
 
 log = logging.getLogger("skillhive.skills")
+BUILTIN = {"type": "builtin"}
 
 
 @dataclass(frozen=True)
@@ -48,13 +49,13 @@ async def _sync_one(session: AsyncSession, settings: Settings, folder: Path) -> 
         current = await service.get(session, PUBLIC_SCOPE, package.name)
     except store.NotFoundError:
         try:
-            await service.create(session, settings, PUBLIC_SCOPE, data)
+            await service.create(session, settings, PUBLIC_SCOPE, data, source=BUILTIN)
         except Conflict:  # another gateway starting at the same moment won the race
             return SyncResult(package.name, "unchanged")
         return SyncResult(package.name, "created")
     if current["status"]["sha256"] == package.sha256:
         return SyncResult(package.name, "unchanged")
-    await service.replace(session, settings, PUBLIC_SCOPE, package.name, data)
+    await service.replace(session, settings, PUBLIC_SCOPE, package.name, data, source=BUILTIN)
     return SyncResult(package.name, "updated")
 
 

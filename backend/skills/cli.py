@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, NoReturn
 
@@ -18,7 +19,9 @@ from backend.skills.folder import zip_folder
 from backend.skills.limits import ArchiveLimits
 from backend.skills.package import SkillPackage, read_package
 
-app = typer.Typer(help="Skill packages: validate, push, sync built-ins.", no_args_is_help=True)
+app = typer.Typer(
+    help="Skill packages: validate, push, history, rollback, sync built-ins.", no_args_is_help=True
+)
 
 CHUNK = 256 * 1024
 PROGRESS_FROM_BYTES = 1024 * 1024  # show a progress bar for archives larger than this
@@ -110,6 +113,31 @@ def _send(client: httpx.Client, method: str, url: str, data: bytes) -> httpx.Res
     )
 
 
+@contextmanager
+def _api() -> Iterator[httpx.Client]:
+    """A client for the API at SKILLHIVE_URL, authenticated with SKILLHIVE_TOKEN; an unreachable
+    API is one error line, not a traceback."""
+    base = api_url()
+    token = os.environ.get("SKILLHIVE_TOKEN")
+    if not token:
+        fail("set SKILLHIVE_TOKEN to an API token (`skillhive admin create-token USER`)")
+    headers = {"Authorization": f"Bearer {token}"}
+    try:
+        with httpx.Client(base_url=base, headers=headers, timeout=120) as client:
+            yield client
+    except httpx.TransportError as exc:
+        fail(unreachable(base, exc))
+
+
+def _collection(namespace: str, public: bool) -> str:
+    return "/api/v1/public/skills" if public else f"/api/v1/namespaces/{namespace}/skills"
+
+
+def _fail_on_error(response: httpx.Response) -> None:
+    if response.status_code >= 400:
+        fail(http_error(response))
+
+
 @app.command()
 def push(
     path: Annotated[Path, typer.Argument(help="A skill folder (zipped for you) or a ZIP.")],
@@ -119,10 +147,6 @@ def push(
 ) -> None:
     """Upload (or replace) a skill through the API [SKILLHIVE_URL (default
     http://127.0.0.1:$SKILLHIVE_PORT), SKILLHIVE_TOKEN]."""
-    base = api_url()
-    token = os.environ.get("SKILLHIVE_TOKEN")
-    if not token:
-        fail("set SKILLHIVE_TOKEN to an API token (`skillhive admin create-token USER`)")
     data = _archive_bytes(path)
     cap = get_settings().max_archive_bytes
     if len(data) > cap:  # the server would refuse it: do not send megabytes to hear that
@@ -133,23 +157,62 @@ def push(
         )
         raise typer.Exit(1)
     package = _validate(data, strict=strict, public=public)  # fail fast, before uploading
-    collection = "/api/v1/public/skills" if public else f"/api/v1/namespaces/{namespace}/skills"
+    collection = _collection(namespace, public)
     query = "?strict=true" if strict else ""
-    headers = {"Authorization": f"Bearer {token}"}
-    try:
-        with httpx.Client(base_url=base, headers=headers, timeout=120) as client:
-            response = _send(client, "POST", collection + query, data)
-            if response.status_code == 409:
-                response = _send(client, "PUT", f"{collection}/{package.name}{query}", data)
-    except httpx.TransportError as exc:
-        fail(unreachable(base, exc))
-    if response.status_code >= 400:
-        fail(http_error(response))
+    with _api() as client:
+        response = _send(client, "POST", collection + query, data)
+        if response.status_code == 409:
+            response = _send(client, "PUT", f"{collection}/{package.name}{query}", data)
+    _fail_on_error(response)
     crd = response.json()
     _print_warnings([SkillWarning.model_validate(w) for w in crd["status"]["warnings"]])
     verb = "created" if response.status_code == 201 else "replaced"
     version = crd["metadata"]["resourceVersion"]
     typer.echo(f"{verb} {crd['metadata']['namespace']}/{crd['metadata']['name']} (v{version})")
+
+
+NamespaceOption = Annotated[str, typer.Option(help="The skill's namespace.")]
+PublicOption = Annotated[bool, typer.Option(help="A public skill.")]
+
+
+@app.command()
+def history(
+    name: Annotated[str, typer.Argument(help="The skill's name.")],
+    namespace: NamespaceOption = "default",
+    public: PublicOption = False,
+) -> None:
+    """List a skill's kept package versions, newest first."""
+    with _api() as client:
+        response = client.get(f"{_collection(namespace, public)}/{name}/versions")
+    _fail_on_error(response)
+    for item in response.json()["items"]:
+        source = item["source"].get("type", "?")
+        if "version" in item["source"]:
+            source += f" of v{item['source']['version']}"
+        typer.echo(
+            f"v{item['version']}  {item['created_at']}  {item['sha256'][:12]}  "
+            f"{item['size']} bytes  {source}"
+        )
+
+
+@app.command()
+def rollback(
+    name: Annotated[str, typer.Argument(help="The skill's name.")],
+    version: Annotated[int, typer.Argument(help="The version to bring back.", min=1)],
+    namespace: NamespaceOption = "default",
+    public: PublicOption = False,
+) -> None:
+    """Make version VERSION's package current again (recorded as a new version)."""
+    with _api() as client:
+        response = client.post(
+            f"{_collection(namespace, public)}/{name}/rollback", json={"version": version}
+        )
+    _fail_on_error(response)
+    crd = response.json()
+    typer.echo(
+        f"rolled back {crd['metadata']['namespace']}/{crd['metadata']['name']} to v{version} "
+        f"(resourceVersion {crd['metadata']['resourceVersion']})"
+    )
 
 
 @app.command()

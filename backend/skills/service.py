@@ -1,8 +1,8 @@
-"""Skill storage: the CRD row in `kinds` and the ZIP in `skill_binaries`, always together.
+"""Skill storage: the CRD row in `kinds` and its package versions (`backend.skills.versions`).
 
 Every write validates the whole package first (pure `read_package`, off the event loop: it
-inflates every entry once), then writes row and bytes in one transaction; a refused package
-writes nothing.
+inflates every entry once), then writes row and a new version in one transaction; a refused
+package writes nothing.
 """
 
 from __future__ import annotations
@@ -11,22 +11,23 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.config import Settings
-from backend.db.models import SYSTEM_USER_ID, SkillBinary
-from backend.db.types import utcnow
+from backend.db.models import SYSTEM_USER_ID, Kind
 from backend.egress import check_egress
 from backend.errors import Conflict, InvalidRequest
 from backend.ghosts.references import release_skill
 from backend.kinds import store
 from backend.kinds.store import Scope
+from backend.skills import versions
 from backend.skills.limits import ArchiveLimits
 from backend.skills.package import SkillPackage, read_package, read_package_file
+from backend.skills.versions import VersionInfo
 
 SKILL_KIND = "Skill"
 PUBLIC_SCOPE = Scope(SYSTEM_USER_ID, "default")
+UPLOAD: dict[str, Any] = {"type": "upload"}
 
 
 @dataclass(frozen=True)
@@ -75,8 +76,38 @@ def read_builtin(data: bytes, settings: Settings) -> SkillPackage:
     return read_package(data, limits=ArchiveLimits.from_settings(settings), public=True)
 
 
+async def _record(
+    session: AsyncSession,
+    settings: Settings,
+    row: Kind,
+    *,
+    data: bytes | None,
+    actor: int | None,
+    source: dict[str, Any],
+) -> None:
+    status = row.json["status"]
+    await versions.record(
+        session,
+        row.id,
+        row.json,
+        sha256=status["sha256"],
+        size=status["size"],
+        data=data,
+        created_by=row.user_id if actor is None else actor,
+        source=source,
+        retain=settings.skill_versions_retain,
+    )
+
+
 async def create(
-    session: AsyncSession, settings: Settings, scope: Scope, data: bytes, *, strict: bool = False
+    session: AsyncSession,
+    settings: Settings,
+    scope: Scope,
+    data: bytes,
+    *,
+    strict: bool = False,
+    actor: int | None = None,
+    source: dict[str, Any] = UPLOAD,
 ) -> dict[str, Any]:
     package = await _read(data, settings, scope, strict=strict)
     crd = _crd(package, scope, labels={}, enabled=True)
@@ -85,12 +116,7 @@ async def create(
     except Conflict as exc:
         exc.message += f"; {how_to_replace(scope, package.name)}"
         raise
-    # A Core INSERT: the ORM unit of work holds on to (and re-inspects) the 10 MiB value.
-    await session.execute(
-        insert(SkillBinary).values(
-            kind_id=row.id, binary_data=data, file_size=package.size, file_hash=package.sha256
-        )
-    )
+    await _record(session, settings, row, data=data, actor=actor, source=source)
     await session.commit()
     return row.json
 
@@ -104,6 +130,8 @@ async def replace(
     *,
     strict: bool = False,
     expected_version: int | None = None,
+    actor: int | None = None,
+    source: dict[str, Any] = UPLOAD,
 ) -> dict[str, Any]:
     row = await store.get(session, SKILL_KIND, scope, name)
     store.check_version(row, expected_version)
@@ -122,13 +150,37 @@ async def replace(
         enabled=old["status"].get("enabled", True),
     )
     await store.replace(session, row, crd, expected=expected_version)
-    await session.execute(
-        update(SkillBinary)
-        .where(SkillBinary.kind_id == row.id)
-        .values(
-            binary_data=data, file_size=package.size, file_hash=package.sha256, created_at=utcnow()
-        )
-    )
+    await _record(session, settings, row, data=data, actor=actor, source=source)
+    await session.commit()
+    return row.json
+
+
+async def rollback(
+    session: AsyncSession,
+    settings: Settings,
+    scope: Scope,
+    name: str,
+    number: int,
+    *,
+    actor: int | None = None,
+    expected_version: int | None = None,
+) -> dict[str, Any]:
+    """A new version whose package and spec are version `number`'s (bytes shared by hash).
+
+    Labels and `enabled` stay as they are now: they belong to the skill, not to a package.
+    """
+    row = await store.get(session, SKILL_KIND, scope, name)
+    store.check_version(row, expected_version)
+    old = await versions.crd_of(session, row.id, number)
+    current = row.json
+    crd = {
+        **old,
+        "metadata": {**old["metadata"], "labels": current["metadata"].get("labels", {})},
+        "status": {**old["status"], "enabled": current["status"].get("enabled", True)},
+    }
+    await store.replace(session, row, crd, expected=expected_version)
+    source = {"type": "rollback", "version": number}
+    await _record(session, settings, row, data=None, actor=actor, source=source)
     await session.commit()
     return row.json
 
@@ -157,7 +209,10 @@ async def delete(session: AsyncSession, scope: Scope, name: str, *, force: bool 
     row = await store.get(session, SKILL_KIND, scope, name)
     # Ghosts relying on the skill: 409 `skill_referenced`, or with `force` drop the references.
     await release_skill(session, scope, name, force=force)
-    await session.delete(row)  # the binary goes with it (ON DELETE CASCADE)
+    hashes = await versions.hashes_of(session, row.id)
+    await session.delete(row)  # its versions go with it (ON DELETE CASCADE)
+    await session.flush()
+    await versions.collect(session, hashes)  # and the bytes no other version uses
     await session.commit()
 
 
@@ -167,14 +222,28 @@ async def get(session: AsyncSession, scope: Scope, name: str) -> dict[str, Any]:
 
 async def package(session: AsyncSession, scope: Scope, name: str) -> StoredPackage:
     row = await store.get(session, SKILL_KIND, scope, name)
-    binary = (
-        await session.execute(
-            select(SkillBinary.binary_data, SkillBinary.file_hash).where(
-                SkillBinary.kind_id == row.id
-            )
-        )
-    ).one()
-    return StoredPackage(data=binary[0], sha256=binary[1], name=name)
+    data, sha256 = await versions.package_of(session, row.id, None)
+    return StoredPackage(data=data, sha256=sha256, name=name)
+
+
+async def version_list(session: AsyncSession, scope: Scope, name: str) -> list[VersionInfo]:
+    row = await store.get(session, SKILL_KIND, scope, name)
+    return await versions.list_versions(session, row.id)
+
+
+async def version_crd(
+    session: AsyncSession, scope: Scope, name: str, number: int
+) -> dict[str, Any]:
+    row = await store.get(session, SKILL_KIND, scope, name)
+    return await versions.crd_of(session, row.id, number)
+
+
+async def version_package(
+    session: AsyncSession, scope: Scope, name: str, number: int
+) -> StoredPackage:
+    row = await store.get(session, SKILL_KIND, scope, name)
+    data, sha256 = await versions.package_of(session, row.id, number)
+    return StoredPackage(data=data, sha256=sha256, name=name)
 
 
 async def package_file(
@@ -187,6 +256,4 @@ async def package_file(
 
 async def by_hash(session: AsyncSession, sha256: str) -> bytes | None:
     """Package bytes by content hash (the chat engine's package source)."""
-    return await session.scalar(
-        select(SkillBinary.binary_data).where(SkillBinary.file_hash == sha256).limit(1)
-    )
+    return await versions.blob(session, sha256)

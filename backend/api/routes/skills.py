@@ -7,13 +7,14 @@ in who may write (the owner; admins for public skills).
 # No `from __future__ import annotations`: FastAPI must see the Annotated aliases local to
 # `_register` as objects, not as strings it cannot resolve.
 import mimetypes
-from typing import Annotated
+from datetime import datetime
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
-from backend.api.deps import SessionDep, SettingsDep
+from backend.api.deps import CurrentUser, RowId, SessionDep, SettingsDep
 from backend.api.resources import (
     ScopeDep,
     SkillList,
@@ -25,6 +26,7 @@ from backend.api.resources import (
 from backend.api.upload import ARCHIVE_BODY_OPENAPI, read_archive
 from backend.crd.skill import Skill
 from backend.kinds import store
+from backend.kinds.cursor import MAX_ID
 from backend.kinds.store import Scope
 from backend.skills import service
 from backend.skills.limits import ArchiveLimits
@@ -40,6 +42,33 @@ class SkillPatch(BaseModel):
         dict[Annotated[str, Field(max_length=63)], Annotated[str, Field(max_length=253)]] | None
     ) = None
     enabled: bool | None = None
+
+
+class SkillVersionOut(BaseModel):
+    version: int
+    sha256: str
+    size: int
+    created_at: datetime
+    created_by: int | None
+    source: dict[str, Any]
+
+
+class SkillVersionList(BaseModel):
+    items: list[SkillVersionOut]  # newest first
+
+
+class RollbackIn(BaseModel):
+    version: int = Field(ge=1, le=MAX_ID)
+
+
+def _zip_response(
+    stored: service.StoredPackage, if_none_match: str | None, filename: str
+) -> Response:
+    headers = {"ETag": f'"{stored.sha256}"'}
+    if _etag_matches(if_none_match, stored.sha256):
+        return Response(status_code=304, headers=headers)
+    headers["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return Response(stored.data, media_type="application/zip", headers=headers)
 
 
 def _etag_matches(header: str | None, etag: str) -> bool:
@@ -87,12 +116,13 @@ def _register(router: APIRouter, read_scope: ScopeDep, write_scope: ScopeDep, *,
     async def upload_skill(
         request: Request,
         scope: WriteScope,
+        user: CurrentUser,
         session: SessionDep,
         settings: SettingsDep,
         strict: bool = False,
     ) -> JSONResponse:
         data = await read_archive(request, ArchiveLimits.from_settings(settings))
-        crd = await service.create(session, settings, scope, data, strict=strict)
+        crd = await service.create(session, settings, scope, data, strict=strict, actor=user.id)
         return crd_response(crd, 201)
 
     @router.get("/{name}", response_model=Skill, responses=crd_errors(404, own=own))
@@ -109,6 +139,7 @@ def _register(router: APIRouter, read_scope: ScopeDep, write_scope: ScopeDep, *,
         name: str,
         request: Request,
         scope: WriteScope,
+        user: CurrentUser,
         session: SessionDep,
         settings: SettingsDep,
         strict: bool = False,
@@ -117,7 +148,14 @@ def _register(router: APIRouter, read_scope: ScopeDep, write_scope: ScopeDep, *,
         expected = store.parse_if_match(if_match)
         data = await read_archive(request, ArchiveLimits.from_settings(settings))
         crd = await service.replace(
-            session, settings, scope, name, data, strict=strict, expected_version=expected
+            session,
+            settings,
+            scope,
+            name,
+            data,
+            strict=strict,
+            expected_version=expected,
+            actor=user.id,
         )
         return crd_response(crd)
 
@@ -174,11 +212,82 @@ def _register(router: APIRouter, read_scope: ScopeDep, write_scope: ScopeDep, *,
         if_none_match: Annotated[str | None, Header()] = None,
     ) -> Response:
         stored = await service.package(session, scope, name)
-        headers = {"ETag": f'"{stored.sha256}"'}
-        if _etag_matches(if_none_match, stored.sha256):
-            return Response(status_code=304, headers=headers)
-        headers["Content-Disposition"] = f'attachment; filename="{name}.zip"'
-        return Response(stored.data, media_type="application/zip", headers=headers)
+        return _zip_response(stored, if_none_match, f"{name}.zip")
+
+    @router.get("/{name}/versions", responses=crd_errors(404, own=own))
+    async def list_versions(name: str, scope: ReadScope, session: SessionDep) -> SkillVersionList:
+        """The skill's retained package versions, newest first (no bytes)."""
+        rows = await service.version_list(session, scope, name)
+        return SkillVersionList(
+            items=[
+                SkillVersionOut(
+                    version=v.version,
+                    sha256=v.sha256,
+                    size=v.size,
+                    created_at=v.created_at,
+                    created_by=v.created_by,
+                    source=v.source,
+                )
+                for v in rows
+            ]
+        )
+
+    @router.get(
+        "/{name}/versions/{version}", response_model=Skill, responses=crd_errors(404, 422, own=own)
+    )
+    async def get_version(
+        name: str, version: RowId, scope: ReadScope, session: SessionDep
+    ) -> JSONResponse:
+        """The CRD as it was at that version; 404 `version_not_found` once pruned."""
+        return JSONResponse(await service.version_crd(session, scope, name, version))
+
+    @router.get(
+        "/{name}/versions/{version}/package",
+        response_class=Response,
+        responses={
+            200: {
+                "description": "the ZIP archive of that version; `ETag` is its SHA-256",
+                "content": {"application/zip": {}},
+            },
+            304: {"description": "not modified (`If-None-Match` matched)"},
+            **crd_errors(404, 422, own=own),
+        },
+    )
+    async def get_version_package(
+        name: str,
+        version: RowId,
+        scope: ReadScope,
+        session: SessionDep,
+        if_none_match: Annotated[str | None, Header()] = None,
+    ) -> Response:
+        stored = await service.version_package(session, scope, name, version)
+        return _zip_response(stored, if_none_match, f"{name}-v{version}.zip")
+
+    @router.post(
+        "/{name}/rollback",
+        response_model=Skill,
+        responses=crd_errors(404, 412, 422, own=own, write=True),
+    )
+    async def rollback_skill(
+        name: str,
+        body: RollbackIn,
+        scope: WriteScope,
+        user: CurrentUser,
+        session: SessionDep,
+        settings: SettingsDep,
+        if_match: Annotated[str | None, Header()] = None,
+    ) -> JSONResponse:
+        """A new version whose package and spec are `version`'s; labels and `enabled` stay."""
+        crd = await service.rollback(
+            session,
+            settings,
+            scope,
+            name,
+            body.version,
+            actor=user.id,
+            expected_version=store.parse_if_match(if_match),
+        )
+        return crd_response(crd)
 
     @router.get(
         "/{name}/files/{path:path}",

@@ -6,7 +6,7 @@ import httpx
 from fastapi import FastAPI
 from sqlalchemy import func, select
 
-from backend.db.models import Kind, SkillBinary
+from backend.db.models import Kind, SkillVersion
 
 
 async def upload(
@@ -25,15 +25,14 @@ async def upload(
 
 
 async def user_rows(app: FastAPI) -> tuple[int, int]:
-    """(skill rows, binaries) owned by real users: built-in public skills are not counted."""
+    """(skill rows, skills with a stored package) owned by real users, built-ins not counted."""
     async with app.state.sessionmaker() as session:
         kinds = await session.scalar(
             select(func.count()).select_from(Kind).where(Kind.user_id != 0)
         )
         binaries = await session.scalar(
-            select(func.count())
-            .select_from(SkillBinary)
-            .join(Kind, Kind.id == SkillBinary.kind_id)
+            select(func.count(SkillVersion.kind_id.distinct()))
+            .join(Kind, Kind.id == SkillVersion.kind_id)
             .where(Kind.user_id != 0)
         )
     return int(kinds or 0), int(binaries or 0)

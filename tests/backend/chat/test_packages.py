@@ -1,4 +1,4 @@
-"""The chat engine's package source: bytes from `skill_binaries` by hash, LRU bounded by bytes,
+"""The chat engine's package source: bytes from `skill_blobs` by hash, LRU bounded by bytes,
 read by the engine with the same reader (and so the same files) as the upload."""
 
 from __future__ import annotations

@@ -54,7 +54,7 @@ def test_upgrade_is_idempotent_and_seeds_the_system_user(empty_database: str) ->
     assert _scalar(empty_database, "SELECT count(*) FROM users") == 1
 
 
-def test_skill_binaries_cascade_with_their_kind(empty_database: str) -> None:
+def test_skill_versions_cascade_with_their_kind_and_keep_their_blob(empty_database: str) -> None:
     upgrade(empty_database)
     engine = create_engine(sync_url(empty_database))
     try:
@@ -70,12 +70,53 @@ def test_skill_binaries_cascade_with_their_kind(empty_database: str) -> None:
             )
             conn.execute(
                 text(
-                    "INSERT INTO skill_binaries (kind_id, binary_data, file_size, file_hash,"
-                    " created_at) VALUES (1, :b, 1, 'h', CURRENT_TIMESTAMP)"
+                    "INSERT INTO skill_blobs (sha256, data, size, created_at)"
+                    " VALUES ('h', :b, 1, CURRENT_TIMESTAMP)"
                 ),
                 {"b": b"x"},
             )
+            conn.execute(
+                text(
+                    "INSERT INTO skill_versions (kind_id, number, sha256, size, crd, created_at,"
+                    " source) VALUES (1, 1, 'h', 1, '{}', CURRENT_TIMESTAMP, '{}')"
+                )
+            )
             conn.execute(text("DELETE FROM kinds WHERE id = 1"))
-            assert conn.execute(text("SELECT count(*) FROM skill_binaries")).scalar() == 0
+            assert conn.execute(text("SELECT count(*) FROM skill_versions")).scalar() == 0
+            assert conn.execute(text("SELECT count(*) FROM skill_blobs")).scalar() == 1
     finally:
         engine.dispose()
+
+
+def test_existing_packages_become_version_one_with_one_blob_per_hash(empty_database: str) -> None:
+    upgrade(empty_database, "0002")
+    engine = create_engine(sync_url(empty_database))
+    try:
+        with engine.begin() as conn:
+            for kind_id, name in ((1, "a"), (2, "b")):
+                conn.execute(
+                    text(
+                        "INSERT INTO kinds (id, user_id, kind, namespace, name, json, is_active,"
+                        " resource_version, created_at, updated_at) VALUES (:id, 0, 'Skill',"
+                        " 'default', :name, '{\"n\": 1}', true, 1, CURRENT_TIMESTAMP,"
+                        " CURRENT_TIMESTAMP)"
+                    ),
+                    {"id": kind_id, "name": name},
+                )
+                conn.execute(
+                    text(
+                        "INSERT INTO skill_binaries (kind_id, binary_data, file_size, file_hash,"
+                        " created_at) VALUES (:id, :b, 4, 'same', CURRENT_TIMESTAMP)"
+                    ),
+                    {"id": kind_id, "b": b"same"},
+                )
+        upgrade(empty_database)
+        with engine.connect() as conn:
+            versions = conn.execute(
+                text("SELECT kind_id, number, sha256 FROM skill_versions ORDER BY kind_id")
+            ).all()
+            assert [tuple(v) for v in versions] == [(1, 1, "same"), (2, 1, "same")]
+            assert conn.execute(text("SELECT data FROM skill_blobs")).scalars().all() == [b"same"]
+    finally:
+        engine.dispose()
+    assert schema_differences(empty_database) == []

@@ -69,6 +69,22 @@ def test_push_creates_then_replaces_through_the_api(
         assert "replaced art/field-notes (v2)" in second.output
         denied = runner.invoke(cli, ["skills", "push", str(skill), "--public"])
         assert denied.exit_code == 1 and "admin_required" in denied.output
+        rolled = runner.invoke(
+            cli, ["skills", "rollback", "field-notes", "1", "--namespace", "art"]
+        )
+        assert rolled.exit_code == 0, rolled.output
+        assert "rolled back art/field-notes to v1 (resourceVersion 3)" in rolled.output
+        history = runner.invoke(cli, ["skills", "history", "field-notes", "--namespace", "art"])
+        assert history.exit_code == 0, history.output
+        lines = history.output.strip().splitlines()
+        assert [line.split()[0] for line in lines] == ["v3", "v2", "v1"]
+        assert lines[0].endswith("rollback of v1") and lines[2].endswith("upload")
+        unknown = runner.invoke(
+            cli, ["skills", "rollback", "field-notes", "9", "--namespace", "art"]
+        )
+        assert unknown.exit_code == 1 and "version_not_found" in unknown.output
+        missing_skill = runner.invoke(cli, ["skills", "history", "nope", "--namespace", "art"])
+        assert missing_skill.exit_code == 1 and "skill_not_found" in missing_skill.output
     monkeypatch.delenv("SKILLHIVE_TOKEN")
     missing = runner.invoke(cli, ["skills", "push", str(skill)])
     assert missing.exit_code == 1 and "SKILLHIVE_TOKEN" in missing.output
