@@ -84,6 +84,27 @@ async def _skills(c: httpx.AsyncClient, base: str, writer: Account, other: Accou
     expect(await c.get(f"{base}/nope/package", headers=h), 404)
     expect(await c.get(f"{item}/files/SKILL.md", headers=h), 200)
     expect(await c.get(f"{item}/files/missing.md", headers=h), 404)
+    # versions: the PUT above made version 2
+    expect(await c.get(f"{item}/versions", headers=h), 200)
+    expect(await c.get(f"{base}/nope/versions", headers=h), 404)
+    expect(await c.get(f"{item}/versions/1", headers=h), 200)
+    expect(await c.get(f"{item}/versions/99", headers=h), 404)
+    expect(await c.get(f"{item}/versions/{2**40}", headers=h), 422)
+    old = expect(await c.get(f"{item}/versions/1/package", headers=h), 200)
+    expect(
+        await c.get(
+            f"{item}/versions/1/package", headers={**etag, "If-None-Match": old.headers["etag"]}
+        ),
+        304,
+    )
+    expect(await c.get(f"{item}/versions/99/package", headers=h), 404)
+    expect(await c.get(f"{item}/versions/-1/package", headers=h), 422)
+    rollback = f"{item}/rollback"
+    expect(await c.post(rollback, json={"version": 1}, headers=h), 200)
+    expect(await c.post(rollback, json={"version": 99}, headers=h), 404)
+    expect(await c.post(f"{base}/nope/rollback", json={"version": 1}, headers=h), 404)
+    expect(await c.post(rollback, json={"version": 0}, headers=h), 422)
+    expect(await c.post(rollback, json={"version": 1}, headers={**h, "If-Match": '"99"'}), 412)
     expect(await c.delete(f"{base}/nope", headers=h), 404)
     expect(await c.delete(f"{item}?force=maybe", headers=h), 422)
     if not own:
@@ -91,9 +112,10 @@ async def _skills(c: httpx.AsyncClient, base: str, writer: Account, other: Accou
         expect(await c.put(item, content=archive, headers={**other.headers, **ZIP}), 403)
         expect(await c.patch(item, json={}, headers=other.headers), 403)
         expect(await c.delete(item, headers=other.headers), 403)
+        expect(await c.post(rollback, json={"version": 1}, headers=other.headers), 403)
     else:
         bad = base.replace("/dev/", "/Bad_NS/")
-        for path in ("", "/tool", "/tool/package", "/tool/files/SKILL.md"):
+        for path in ("", "/tool", "/tool/package", "/tool/files/SKILL.md", "/tool/versions"):
             expect(await c.get(bad + path, headers=h), 422)
     # a Ghost relies on the skill: 409 until forced
     ghosts = base.replace("/skills", "/ghosts")
