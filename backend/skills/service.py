@@ -21,6 +21,7 @@ from backend.kinds import store
 from backend.kinds.store import Scope
 from backend.skills.limits import ArchiveLimits
 from backend.skills.package import SkillPackage, read_package, read_package_file
+from backend.skills.search.index import index_skill
 
 SKILL_KIND = "Skill"
 PUBLIC_SCOPE = Scope(SYSTEM_USER_ID, "default")
@@ -59,6 +60,7 @@ async def create(
     package = _read(data, settings, scope, strict=strict)
     crd = _crd(package, scope, labels={}, enabled=True)
     row = await store.insert(session, SKILL_KIND, scope, package.name, crd)
+    await index_skill(session, row)
     # A Core INSERT: the ORM unit of work holds on to (and re-inspects) the 10 MiB value.
     await session.execute(
         insert(SkillBinary).values(
@@ -96,6 +98,7 @@ async def replace(
         enabled=old["status"].get("enabled", True),
     )
     await store.replace(session, row, crd, expected=expected_version)
+    await index_skill(session, row)
     await session.execute(
         update(SkillBinary)
         .where(SkillBinary.kind_id == row.id)
@@ -123,6 +126,7 @@ async def patch(
     if enabled is not None:
         crd["status"]["enabled"] = enabled
     await store.replace(session, row, crd, expected=expected_version)
+    await index_skill(session, row)
     await session.commit()
     return row.json
 
