@@ -91,6 +91,19 @@ class Settings(BaseSettings):
     package_cache_bytes: int = Field(
         64 * MiB, ge=0, description="Memory for skill packages cached by hash (tool providers)."
     )
+    catalog_budget_tokens: int = Field(
+        4000,
+        ge=0,
+        description="Tokens a Ghost's skill catalog may take before the prompt lists only a "
+        "compact catalog and offers `search_skills`; a Ghost's `catalogBudgetTokens` overrides it.",
+    )
+    skill_search_threshold: float = Field(
+        0.3,
+        ge=0,
+        le=1,
+        description="Score (0-1) under which skill search suggests nothing, so small talk "
+        "loads no skill.",
+    )
     secrets_key: SecretStr | None = Field(
         None, description="Fernet key encrypting user secrets at rest."
     )

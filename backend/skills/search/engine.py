@@ -1,0 +1,200 @@
+"""Ranked skill search: the database's full-text engine finds candidates, one formula scores them.
+
+1. The request becomes terms (text.py): stems, stopwords out, each with its expansions.
+2. One query counts, over exactly the rows searched, how many there are and how many contain
+   each stem (GIN on PostgreSQL, FTS5 on SQLite): the IDF of each term.
+3. One query asks the engine for the best `CANDIDATES` rows matching any term (PostgreSQL
+   `ts_rank` over the weighted tsvector, SQLite `bm25` with column weights). With many rows,
+   terms most rows contain are left out of this step: they cannot lift a skill to the top.
+4. Each candidate gets `score` = the IDF-weighted share of the request's terms it covers, each
+   term counted at the weight of the best field holding it (`FIELD_WEIGHTS`), an expansion at
+   `EXPANSION_WEIGHT` of that. Scores lie in [0, 1] and are computed in Python from the stored
+   terms, so both databases give the same score to the same skill, and a threshold means the
+   same on both. Below the threshold nothing is suggested.
+
+Tenancy and the Ghost's selection are the SQL condition of selection.py, in both queries.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Select, func, literal_column, select, table
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.sql.elements import ColumnElement
+
+from backend.db.models import SYSTEM_USER_ID, SkillSearch
+from backend.skills.search.selection import SkillSource
+from backend.skills.search.text import EXPANSION_WEIGHT, QueryTerm, query_terms
+
+PUBLIC_NAMESPACE = "public"  # how search results name the namespace of public skills
+CANDIDATES = 100
+COMMON_SHARE = 0.2  # with more rows than candidates, stems in more of them than this only score
+FIELD_WEIGHTS = (
+    ("name_terms", 1.0),
+    ("tag_terms", 0.8),
+    ("when_terms", 0.8),
+    ("desc_terms", 0.7),
+    ("body_terms", 0.35),
+)
+_TERM_COLUMNS = [getattr(SkillSearch, c) for c, _ in FIELD_WEIGHTS]
+# Engine weights for finding candidates, in the same field order.
+_PG_WEIGHTS = "{0.1, 0.2, 0.4, 1.0}"  # D body, C description, B tags and when, A name
+_FTS_WEIGHTS = "10.0, 6.0, 6.0, 4.0, 1.0"
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    kind_id: int
+    user_id: int
+    namespace: str  # `public` for public skills
+    name: str
+    description: str
+    score: float
+
+
+def idf(df: int, n: int) -> float:
+    """BM25's inverse document frequency (always positive)."""
+    return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+
+
+def _pg_match(stems: Sequence[str]) -> ColumnElement[bool]:
+    query = " | ".join(f"'{s}'" for s in stems)  # stems are letters and digits only
+    tsquery = func.to_tsquery(literal_column("'simple'::regconfig"), query)
+    return literal_column("skill_search.document").op("@@")(tsquery)  # type: ignore[no-any-return]
+
+
+def _fts_rows(stems: Sequence[str]) -> Select[Any]:
+    match = " OR ".join(f'"{s}"' for s in stems)
+    fts = table("skill_search_fts")
+    return (
+        select(literal_column("rowid"))
+        .select_from(fts)
+        .where(literal_column("skill_search_fts").op("MATCH")(match))
+    )
+
+
+def _contains(dialect: str, stems: Sequence[str]) -> ColumnElement[bool]:
+    if dialect == "postgresql":
+        return _pg_match(stems)
+    return SkillSearch.kind_id.in_(_fts_rows(stems))
+
+
+async def _frequencies(
+    session: AsyncSession, dialect: str, where: ColumnElement[bool], stems: Sequence[str]
+) -> tuple[int, dict[str, int]]:
+    counts = [select(func.count()).where(where).scalar_subquery()]
+    counts += [
+        select(func.count()).where(where, _contains(dialect, [s])).scalar_subquery() for s in stems
+    ]
+    row = (await session.execute(select(*counts))).one()
+    return int(row[0]), {s: int(c) for s, c in zip(stems, row[1:], strict=True)}
+
+
+async def _candidates(
+    session: AsyncSession, dialect: str, where: ColumnElement[bool], stems: Sequence[str]
+) -> Sequence[Any]:
+    columns = [
+        SkillSearch.kind_id,
+        SkillSearch.user_id,
+        SkillSearch.namespace,
+        SkillSearch.name,
+        SkillSearch.description,
+        *_TERM_COLUMNS,
+    ]
+    if dialect == "postgresql":
+        match = _pg_match(stems)
+        query = " | ".join(f"'{s}'" for s in stems)
+        tsquery = func.to_tsquery(literal_column("'simple'::regconfig"), query)
+        rank = func.ts_rank(
+            literal_column(f"'{_PG_WEIGHTS}'::float4[]"),
+            literal_column("skill_search.document"),
+            tsquery,
+        )
+        stmt = select(*columns).where(where, match).order_by(rank.desc(), SkillSearch.name)
+    else:
+        fts = table("skill_search_fts")
+        found = (
+            select(
+                literal_column("rowid").label("rid"),
+                literal_column(f"bm25(skill_search_fts, {_FTS_WEIGHTS})").label("rank"),
+            )
+            .select_from(fts)
+            .where(
+                literal_column("skill_search_fts").op("MATCH")(" OR ".join(f'"{s}"' for s in stems))
+            )
+            .subquery()
+        )
+        stmt = (
+            select(*columns)
+            .join(found, found.c.rid == SkillSearch.kind_id)
+            .where(where)
+            .order_by(found.c.rank, SkillSearch.name)
+        )
+    return (await session.execute(stmt.limit(CANDIDATES))).all()
+
+
+def _term_weights(terms: Sequence[QueryTerm], df: dict[str, int], n: int) -> list[float]:
+    weights = []
+    for term in terms:
+        seen = df.get(term.stem, 0) or max((df.get(a, 0) for a in term.alternatives), default=0)
+        weights.append(idf(seen, n))
+    return weights
+
+
+def score(
+    fields: Sequence[set[str]], terms: Sequence[QueryTerm], weights: Sequence[float]
+) -> float:
+    """The IDF-weighted share of `terms` a skill with these term fields covers, in [0, 1]."""
+    total = sum(weights)
+    if total <= 0:
+        return 0.0
+    got = 0.0
+    for term, weight in zip(terms, weights, strict=True):
+        best = 0.0
+        for found, (_, field_weight) in zip(fields, FIELD_WEIGHTS, strict=True):
+            if term.stem in found:
+                best = max(best, field_weight)
+            elif term.alternatives and not term.alternatives.isdisjoint(found):
+                best = max(best, field_weight * EXPANSION_WEIGHT)
+        got += weight * best
+    return got / total
+
+
+async def search(
+    session: AsyncSession,
+    source: SkillSource,
+    query: str,
+    *,
+    limit: int,
+    threshold: float,
+) -> list[SearchHit]:
+    """The skills of `source` that fit `query`, best first, each scoring at least `threshold`."""
+    terms = query_terms(query)
+    if not terms or limit <= 0:
+        return []
+    stems = sorted({s for t in terms for s in t.all_stems})
+    dialect = session.get_bind().dialect.name
+    where = source.condition()
+    n, df = await _frequencies(session, dialect, where, stems)
+    present = [s for s in stems if df[s] > 0]
+    if not present:
+        return []
+    if n > CANDIDATES:
+        rare = [s for s in present if df[s] <= COMMON_SHARE * n]
+        present = rare or present
+    weights = _term_weights(terms, df, n)
+    hits = []
+    for row in await _candidates(session, dialect, where, present):
+        fields = [set(text.split()) for text in row[5:]]
+        value = round(score(fields, terms, weights), 4)
+        if value >= threshold:
+            namespace = PUBLIC_NAMESPACE if row.user_id == SYSTEM_USER_ID else row.namespace
+            hits.append(
+                SearchHit(row.kind_id, row.user_id, namespace, row.name, row.description, value)
+            )
+    hits.sort(key=lambda h: (-h.score, h.name, h.namespace, h.kind_id))
+    return hits[:limit]
