@@ -24,7 +24,7 @@ from chat_shell.agent.session import TurnContext, TurnSession, turn_index
 from chat_shell.contracts import ErrorEvent, Event, StartEvent, TokenEvent, TurnRequest
 from chat_shell.errors import ChatShellError, RecursionLimitReached, TurnCancelled
 from chat_shell.models import create_chat_model
-from chat_shell.ports import FrontendChannel, PackageSource
+from chat_shell.ports import FrontendChannel, PackageSource, SkillDirectory
 from chat_shell.skills.registry import ProviderRegistry, default_registry
 from chat_shell.tools.pending.base import PendingRequestRegistry
 
@@ -39,12 +39,14 @@ async def run_turn(
     model: BaseChatModel | None = None,
     providers: ProviderRegistry | None = None,
     pending_requests: PendingRequestRegistry | None = None,
+    skills: SkillDirectory | None = None,
 ) -> AsyncGenerator[Event, None]:
     """Yield `start`, then progress events, then exactly one `done` or `error`.
 
     `model` overrides the one built from `request.model` (tests, custom hosts); `providers`
     defaults to the process-wide registry of tool providers; `pending_requests` is where skill
-    tools wait for the browser (without one, such tools report that the browser is unreachable).
+    tools wait for the browser (without one, such tools report that the browser is unreachable);
+    `skills` searches and fetches the Ghost's skills the request does not carry in full.
     """
     yield StartEvent(conversation_id=request.conversation_id, turn_index=turn_index(request))
     try:
@@ -57,6 +59,7 @@ async def run_turn(
                 registry=providers or default_registry,
                 stack=stack,
                 pending_requests=pending_requests,
+                directory=skills,
             )
             await session.start()
             for event in session.take_pending():
