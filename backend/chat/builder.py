@@ -1,7 +1,7 @@
 """The one mapping from Skillhive's CRDs and rows to chat_shell's `TurnRequest` (DESIGN.md §3).
 
-Pure: callers load the Ghost, its skills, the history and the secrets; this decides what the
-engine sees.
+Pure: callers load the Ghost, its catalog and starting skills (backend/chat/catalog.py), the
+history and the secrets; this decides what the engine sees.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from backend.config import Settings
 from backend.db.models import Message
 from backend.errors import InvalidRequest
 from chat_shell.contracts import (
+    CatalogEntry,
     HistoryMessage,
     ModelSettings,
     SkillSpec,
@@ -24,9 +25,9 @@ from chat_shell.contracts import (
     TurnRequest,
     UserRef,
 )
+from chat_shell.skills.active import last_loaded_records
 from chat_shell.tools.mcp import McpServerConfig, merge_mcp_servers, parse_mcp_servers
 
-CHAT_SHELL = "Chat"
 DEFAULT_RETENTION_TURNS = 5
 
 
@@ -37,16 +38,13 @@ class TurnInputs:
     user_name: str
     ghost: Mapping[str, Any]  # the Ghost CRD
     ghost_is_public: bool
-    skills: Sequence[Mapping[str, Any]]  # Skill CRDs the Ghost names, resolved (own, then public)
+    catalog: Sequence[CatalogEntry]  # what the prompt lists of the Ghost's enabled skills
+    skills: Sequence[SkillSpec]  # the skills the turn starts with in full
+    skill_search: bool  # the catalog is compact: the model searches for the rest
     history: Sequence[Message]
     user_turns_before: int
     user_message: str
     secrets: Mapping[str, str]
-
-
-def _binds_chat(crd: Mapping[str, Any]) -> bool:
-    shells = crd["spec"].get("bindShells") or []
-    return not shells or CHAT_SHELL in shells
 
 
 def skill_spec(crd: Mapping[str, Any]) -> SkillSpec:
@@ -119,34 +117,57 @@ SECRET_MARKER = "secrets."
 
 
 def needs_secrets(
-    ghost: Mapping[str, Any], skills: Sequence[Mapping[str, Any]], settings: Settings
+    ghost: Mapping[str, Any], settings: Settings, *, skills_use_secrets: bool
 ) -> bool:
-    """Whether anything this turn may use refers to a user secret (key or placeholder)."""
+    """Whether anything this turn may use refers to a user secret (key or placeholder);
+    `skills_use_secrets`: whether one of the Ghost's skills does (backend/chat/catalog.py)."""
     spec = ghost["spec"]
-    if (spec.get("model") or {}).get("apiKeySecret"):
+    if skills_use_secrets or (spec.get("model") or {}).get("apiKeySecret"):
         return True
     configs = [spec.get("mcpServers"), settings.mcp_servers]
-    configs += [s["spec"].get("mcpServers") for s in skills]
     return any(SECRET_MARKER in json.dumps(c) for c in configs if c)
+
+
+def retention_turns(ghost: Mapping[str, Any]) -> int:
+    retention = ghost["spec"].get("retentionTurns")
+    return DEFAULT_RETENTION_TURNS if retention is None else int(retention)
+
+
+def turn_index(user_turns_before: int, messages: Sequence[Message]) -> int:
+    return user_turns_before + sum(1 for m in messages if m.role == "user")
+
+
+def wanted_skills(
+    ghost: Mapping[str, Any], messages: Sequence[Message], user_turns_before: int
+) -> list[str]:
+    """The skills a turn starts with: the preloaded ones and those still retained from history."""
+    turn = turn_index(user_turns_before, messages)
+    retention = retention_turns(ghost)
+    recent = [
+        r.name
+        for r in last_loaded_records(history(messages))
+        if 0 <= turn - r.last_used_turn <= retention
+    ]
+    return list(dict.fromkeys([*ghost["spec"].get("preload_skills", []), *recent]))
 
 
 def build_turn_request(inputs: TurnInputs, settings: Settings) -> TurnRequest:
     spec = inputs.ghost["spec"]
-    usable = [s for s in inputs.skills if _binds_chat(s) and s["status"].get("enabled", True)]
-    names = {s["metadata"]["name"] for s in usable}
-    retention = spec.get("retentionTurns")
+    names = {s.name for s in inputs.skills}
     return TurnRequest(
         conversation_id=inputs.conversation_id,
         user_id=inputs.user_id,
         system_prompt=spec.get("systemPrompt", ""),
         model=model_settings(spec.get("model") or {}, settings, inputs.secrets),
-        skills=[skill_spec(s) for s in usable],
+        skills=list(inputs.skills),
         preload_skills=[n for n in spec.get("preload_skills", []) if n in names],
+        catalog=list(inputs.catalog),
+        skill_search=inputs.skill_search,
         mcp_servers=ghost_servers(inputs, settings),
         history=history(inputs.history),
         user_message=inputs.user_message,
-        retention_turns=DEFAULT_RETENTION_TURNS if retention is None else retention,
-        turn_index=inputs.user_turns_before + sum(1 for m in inputs.history if m.role == "user"),
+        retention_turns=retention_turns(inputs.ghost),
+        turn_index=turn_index(inputs.user_turns_before, inputs.history),
         context=SubstitutionContext(
             user=UserRef(id=inputs.user_id, name=inputs.user_name),
             secrets={k: SecretStr(v) for k, v in inputs.secrets.items()},

@@ -171,6 +171,7 @@ class SkillSearch(Base):
     description: Mapped[str] = mapped_column(Text)
     sha256: Mapped[str] = mapped_column(String(64))
     catalog_chars: Mapped[int] = mapped_column(Integer)  # of its catalog entry
+    uses_secrets: Mapped[bool] = mapped_column(Boolean)  # its MCP servers name `${{secrets.*}}`
     name_terms: Mapped[str] = mapped_column(Text)
     tag_terms: Mapped[str] = mapped_column(Text)
     when_terms: Mapped[str] = mapped_column(Text)

@@ -65,6 +65,7 @@ def upgrade() -> None:
         sa.Column("description", sa.Text(), nullable=False),
         sa.Column("sha256", sa.String(length=64), nullable=False),
         sa.Column("catalog_chars", sa.Integer(), nullable=False),
+        sa.Column("uses_secrets", sa.Boolean(), nullable=False),
         *(sa.Column(c, sa.Text(), nullable=False) for c in TERM_COLUMNS),
         sa.ForeignKeyConstraint(
             ["kind_id"],

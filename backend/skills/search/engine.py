@@ -64,7 +64,7 @@ def idf(df: int, n: int) -> float:
 def _pg_match(stems: Sequence[str]) -> ColumnElement[bool]:
     query = " | ".join(f"'{s}'" for s in stems)  # stems are letters and digits only
     tsquery = func.to_tsquery(literal_column("'simple'::regconfig"), query)
-    return literal_column("skill_search.document").op("@@")(tsquery)  # type: ignore[no-any-return]
+    return literal_column("skill_search.document").op("@@")(tsquery)
 
 
 def _fts_rows(stems: Sequence[str]) -> Select[Any]:
