@@ -22,6 +22,7 @@ from backend.api.routes import (
     me,
     metrics,
     secrets,
+    skill_search,
     skills,
     tokens,
     users,
@@ -64,6 +65,7 @@ async def bootstrap_admin(
 
 def _api_router() -> APIRouter:
     api = APIRouter(prefix=API_PREFIX)
+    api.include_router(skill_search.router)  # before the CRD trees: `/skills/search` is fixed
     for module in (me, tokens, users, secrets, conversations, metrics):
         api.include_router(module.router)
     api.include_router(skills.namespaced)
