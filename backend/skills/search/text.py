@@ -67,10 +67,8 @@ EXPANSION_GROUPS: tuple[tuple[str, ...], ...] = (
     ("test", "tests", "testing", "qa"),
     ("bug", "error", "failure", "failing", "broken"),
     ("email", "mail", "newsletter"),
-    ("translate", "translation"),
     ("meeting", "minutes", "standup"),
     ("plan", "planning", "roadmap"),
-    ("prompt", "prompts"),
 )
 EXPANSION_WEIGHT = 0.8
 
