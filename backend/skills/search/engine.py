@@ -6,11 +6,15 @@
 3. One query asks the engine for the best `CANDIDATES` rows matching any term (PostgreSQL
    `ts_rank` over the weighted tsvector, SQLite `bm25` with column weights). With many rows,
    terms most rows contain are left out of this step: they cannot lift a skill to the top.
-4. Each candidate gets `score` = the IDF-weighted share of the request's terms it covers, each
-   term counted at the weight of the best field holding it (`FIELD_WEIGHTS`), an expansion at
-   `EXPANSION_WEIGHT` of that. Scores lie in [0, 1] and are computed in Python from the stored
-   terms, so both databases give the same score to the same skill, and a threshold means the
-   same on both. Below the threshold nothing is suggested.
+4. Each candidate's matched mass M sums, over the request's terms, the term's IDF times the
+   weight of the best field holding it (`FIELD_WEIGHTS`; an expansion at `EXPANSION_WEIGHT` of
+   that). Its score is the geometric mean of two shares in [0, 1]: coverage, M over the IDF of
+   all the request's terms, and evidence, M counted in units of the rarest possible term and
+   saturated (`EVIDENCE_HALF`). Coverage alone rates "good morning" matching one body word as
+   high as a real fit of a two-word request; mass alone grows with any long request. Within one
+   request the ranking is the ranking by M.
+5. Scores are computed in Python from the stored terms, so both databases give the same score to
+   the same skill, and the threshold means the same on both. Below it nothing is suggested.
 
 Tenancy and the Ghost's selection are the SQL condition of selection.py, in both queries.
 """
@@ -40,6 +44,7 @@ FIELD_WEIGHTS = (
     ("desc_terms", 0.7),
     ("body_terms", 0.35),
 )
+EVIDENCE_HALF = 0.5  # evidence is 1/2 at this many rarest-term units of matched mass
 _TERM_COLUMNS = [getattr(SkillSearch, c) for c, _ in FIELD_WEIGHTS]
 # Engine weights for finding candidates, in the same field order.
 _PG_WEIGHTS = "{0.1, 0.2, 0.4, 1.0}"  # D body, C description, B tags and when, A name
@@ -145,7 +150,7 @@ def _term_weights(terms: Sequence[QueryTerm], df: dict[str, int], n: int) -> lis
     return weights
 
 
-def score(
+def coverage(
     fields: Sequence[set[str]], terms: Sequence[QueryTerm], weights: Sequence[float]
 ) -> float:
     """The IDF-weighted share of `terms` a skill with these term fields covers, in [0, 1]."""
@@ -162,6 +167,15 @@ def score(
                 best = max(best, field_weight * EXPANSION_WEIGHT)
         got += weight * best
     return got / total
+
+
+def score(
+    fields: Sequence[set[str]], terms: Sequence[QueryTerm], weights: Sequence[float], n: int
+) -> float:
+    """How well a skill with these term fields fits the request, in [0, 1] (see the module)."""
+    share = coverage(fields, terms, weights)
+    units = share * sum(weights) / idf(0, n)
+    return math.sqrt(share * units / (units + EVIDENCE_HALF))
 
 
 async def search(
@@ -190,7 +204,7 @@ async def search(
     hits = []
     for row in await _candidates(session, dialect, where, present):
         fields = [set(text.split()) for text in row[5:]]
-        value = round(score(fields, terms, weights), 4)
+        value = round(score(fields, terms, weights, n), 4)
         if value >= threshold:
             namespace = PUBLIC_NAMESPACE if row.user_id == SYSTEM_USER_ID else row.namespace
             hits.append(

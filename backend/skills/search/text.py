@@ -36,7 +36,8 @@ STOPWORDS = frozenset(
     this those through thus to too under until up upon us ve very via want wants was wasn way
     we were weren what whatever when whenever where whether which while who whom whose why will
     with within without won would wouldn yes yet you your yours yourself yourselves
-    hi hello hey ok okay sure thx pls
+    hi hello hey ok okay sure thx pls help something anything everything thing things stuff bit
+    lot maybe actually basically kind sort
     skill skills claude codex agent assistant user users use used uses using
     """.split()
 )
