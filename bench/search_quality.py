@@ -41,8 +41,8 @@ async def run(database_url: str, threshold: float | None, show: bool) -> None:
     source = corpus.location() if corpus.is_present() else corpus.FIXTURE_SKILLS
     print(f"skills: {len(folders)} from {source}{'' if corpus.is_present() else ' (fallback)'}")
     if show:
-        for text, names in quality.results.items():
-            print(f"  {text!r}: {', '.join(names) or '-'}")
+        for text, found in quality.results.items():
+            print(f"  {text!r}: {', '.join(f'{n} {s:.2f}' for n, s in found) or '-'}")
         for text in quality.misses:
             print(f"  MISS {text!r}")
     print(

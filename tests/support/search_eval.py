@@ -68,7 +68,7 @@ class Quality:
     no_match: int = 0
     no_match_suggested: int = 0
     misses: list[str] = field(default_factory=list)
-    results: dict[str, list[str]] = field(default_factory=dict)
+    results: dict[str, list[tuple[str, float]]] = field(default_factory=dict)  # name, score
 
     @property
     def recall_at_1(self) -> float:
@@ -111,7 +111,7 @@ async def measure(
             session, ReadableSkills(user_id), query.text, limit=5, threshold=threshold
         )
         names = [h.name for h in hits]
-        quality.results[query.text] = names
+        quality.results[query.text] = [(h.name, h.score) for h in hits]
         if not query.expect:
             quality.no_match += 1
             quality.no_match_suggested += bool(names)
