@@ -158,7 +158,10 @@ class SkillSearch(Base):
     """
 
     __tablename__ = "skill_search"
-    __table_args__ = (Index("ix_skill_search_user_id_namespace", "user_id", "namespace", "name"),)
+    __table_args__ = (
+        Index("ix_skill_search_user_id_namespace", "user_id", "namespace", "name"),
+        Index("ix_skill_search_uses_secrets", "uses_secrets"),  # turns ask "any?" of thousands
+    )
 
     kind_id: Mapped[int] = mapped_column(
         ForeignKey("kinds.id", ondelete="CASCADE"), primary_key=True, autoincrement=False

@@ -78,6 +78,7 @@ def upgrade() -> None:
     op.create_index(
         "ix_skill_search_user_id_namespace", "skill_search", ["user_id", "namespace", "name"]
     )
+    op.create_index("ix_skill_search_uses_secrets", "skill_search", ["uses_secrets"])
     skill_labels = op.create_table(
         "skill_labels",
         sa.Column("kind_id", sa.Integer(), autoincrement=False, nullable=False),
@@ -97,6 +98,11 @@ def upgrade() -> None:
     if bind.dialect.name == "postgresql":
         op.execute(PG_DOCUMENT)
         op.execute("CREATE INDEX ix_skill_search_document ON skill_search USING gin (document)")
+        # Keep the tsvector in the row (compressed if need be) and move the term texts out
+        # first: matching and ranking read the tsvector of many rows, the texts of a few.
+        op.execute("ALTER TABLE skill_search ALTER COLUMN document SET STORAGE MAIN")
+        for column in TERM_COLUMNS:
+            op.execute(f"ALTER TABLE skill_search ALTER COLUMN {column} SET STORAGE EXTERNAL")
     else:
         for statement in SQLITE_FTS:
             op.execute(statement)
@@ -119,5 +125,6 @@ def downgrade() -> None:
         op.execute("DROP TABLE IF EXISTS skill_search_fts")
     op.drop_index("ix_skill_labels_key_value", table_name="skill_labels")
     op.drop_table("skill_labels")
+    op.drop_index("ix_skill_search_uses_secrets", table_name="skill_search")
     op.drop_index("ix_skill_search_user_id_namespace", table_name="skill_search")
     op.drop_table("skill_search")

@@ -3,9 +3,10 @@
 1. The request becomes terms (text.py): stems, stopwords out, each with its expansions.
 2. One query counts, over exactly the rows searched, how many there are and how many contain
    each stem (GIN on PostgreSQL, FTS5 on SQLite): the IDF of each term.
-3. One query asks the engine for the best `CANDIDATES` rows matching any term (PostgreSQL
-   `ts_rank` over the weighted tsvector, SQLite `bm25` with column weights). With many rows,
-   terms most rows contain are left out of this step: they cannot lift a skill to the top.
+3. One query fetches the rows matching the request's rarest terms (`RANK_POOL`): all of them
+   when they are few, else the engine's best `CANDIDATES` (PostgreSQL `ts_rank` over the
+   weighted tsvector, SQLite `bm25` with column weights). Counts are bounded (`ROWS_CAP`,
+   `DF_CAP`), and so is the work at any catalog size.
 4. Each candidate's matched mass M sums, over the request's terms, the term's IDF times the
    weight of the best field holding it (`FIELD_WEIGHTS`; an expansion at `EXPANSION_WEIGHT` of
    that). Its score is the geometric mean of two shares in [0, 1]: coverage, M over the IDF of
@@ -26,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Select, func, literal_column, select, table
+from sqlalchemy import Select, and_, func, literal_column, select, table, text
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -36,7 +37,12 @@ from backend.skills.search.text import EXPANSION_WEIGHT, QueryTerm, query_terms
 
 PUBLIC_NAMESPACE = "public"  # how search results name the namespace of public skills
 CANDIDATES = 100
-COMMON_SHARE = 0.2  # with more rows than candidates, stems in more of them than this only score
+# Statistics are counted up to these caps, so a search does bounded work at any catalog size:
+# beyond ROWS_CAP rows the IDF is that of a ROWS_CAP-row catalog, and a term in DF_CAP or more
+# of them is "common". Below the caps (the catalogs people read) every count is exact.
+ROWS_CAP = 1000
+DF_CAP = 250
+RANK_POOL = 400  # at most about this many matches are ranked by the engine
 FIELD_WEIGHTS = (
     ("name_terms", 1.0),
     ("tag_terms", 0.8),
@@ -88,20 +94,31 @@ def _contains(dialect: str, stems: Sequence[str]) -> ColumnElement[bool]:
     return SkillSearch.kind_id.in_(_fts_rows(stems))
 
 
+def _bounded_count(where: ColumnElement[bool], cap: int) -> Any:
+    """How many rows match `where`, counted up to `cap`: work bounded at any table size."""
+    rows = select(literal_column("1").label("one")).where(where).limit(cap).subquery()
+    return select(func.count()).select_from(rows).scalar_subquery()
+
+
 async def _frequencies(
     session: AsyncSession, dialect: str, where: ColumnElement[bool], stems: Sequence[str]
 ) -> tuple[int, dict[str, int]]:
-    counts = [select(func.count()).where(where).scalar_subquery()]
-    counts += [
-        select(func.count()).where(where, _contains(dialect, [s])).scalar_subquery() for s in stems
-    ]
+    """(rows searched, rows holding each stem), each counted up to its cap."""
+    counts = [_bounded_count(where, ROWS_CAP)]
+    counts += [_bounded_count(and_(where, _contains(dialect, [s])), DF_CAP) for s in stems]
     row = (await session.execute(select(*counts))).one()
     return int(row[0]), {s: int(c) for s, c in zip(stems, row[1:], strict=True)}
 
 
 async def _candidates(
-    session: AsyncSession, dialect: str, where: ColumnElement[bool], stems: Sequence[str]
+    session: AsyncSession,
+    dialect: str,
+    where: ColumnElement[bool],
+    stems: Sequence[str],
+    *,
+    ranked: bool,
 ) -> Sequence[Any]:
+    """Rows matching any of `stems`: all of them, or (`ranked`) the engine's best."""
     columns = [
         SkillSearch.kind_id,
         SkillSearch.user_id,
@@ -111,15 +128,18 @@ async def _candidates(
         *_TERM_COLUMNS,
     ]
     if dialect == "postgresql":
-        match = _pg_match(stems)
-        query = " | ".join(f"'{s}'" for s in stems)
-        tsquery = func.to_tsquery(literal_column("'simple'::regconfig"), query)
-        rank = func.ts_rank(
-            literal_column(f"'{_PG_WEIGHTS}'::float4[]"),
-            literal_column("skill_search.document"),
-            tsquery,
-        )
-        stmt = select(*columns).where(where, match).order_by(rank.desc(), SkillSearch.name)
+        stmt = select(*columns).where(where, _pg_match(stems))
+        if ranked:
+            query = " | ".join(f"'{s}'" for s in stems)
+            tsquery = func.to_tsquery(literal_column("'simple'::regconfig"), query)
+            rank = func.ts_rank(
+                literal_column(f"'{_PG_WEIGHTS}'::float4[]"),
+                literal_column("skill_search.document"),
+                tsquery,
+            )
+            stmt = stmt.order_by(rank.desc(), SkillSearch.name)
+    elif not ranked:
+        stmt = select(*columns).where(where, _contains(dialect, stems))
     else:
         fts = table("skill_search_fts")
         found = (
@@ -140,6 +160,20 @@ async def _candidates(
             .order_by(found.c.rank, SkillSearch.name)
         )
     return (await session.execute(stmt.limit(CANDIDATES))).all()
+
+
+def _pool(present: Sequence[str], df: dict[str, int]) -> list[str]:
+    """The terms candidates come from: the rarest, as long as together they match at most
+    RANK_POOL rows (at least one term). A skill holding only commoner terms of the request
+    cannot outscore one holding its rarest; the engine ranks a bounded set."""
+    pool: list[str] = []
+    total = 0
+    for stem in sorted(present, key=lambda s: (df[s], s)):
+        if pool and total + df[stem] > RANK_POOL:
+            break
+        pool.append(stem)
+        total += df[stem]
+    return pool
 
 
 def _term_weights(terms: Sequence[QueryTerm], df: dict[str, int], n: int) -> list[float]:
@@ -193,16 +227,24 @@ async def search(
     stems = sorted({s for t in terms for s in t.all_stems})
     dialect = session.get_bind().dialect.name
     where = source.condition()
-    n, df = await _frequencies(session, dialect, where, stems)
-    present = [s for s in stems if df[s] > 0]
-    if not present:
-        return []
-    if n > CANDIDATES:
-        rare = [s for s in present if df[s] <= COMMON_SHARE * n]
-        present = rare or present
+    if dialect == "postgresql":
+        # Every step below reads matches through the GIN index (exact: no tsvector is decoded
+        # to count or find them). The planner would scan every row for a common term.
+        await session.execute(text("SET LOCAL enable_seqscan = off"))
+    try:
+        n, df = await _frequencies(session, dialect, where, stems)
+        present = [s for s in stems if df[s] > 0]
+        if not present:
+            return []
+        pool = _pool(present, df)
+        ranked = sum(df[s] for s in pool) > CANDIDATES
+        rows = await _candidates(session, dialect, where, pool, ranked=ranked)
+    finally:
+        if dialect == "postgresql":
+            await session.execute(text("RESET enable_seqscan"))
     weights = _term_weights(terms, df, n)
     hits = []
-    for row in await _candidates(session, dialect, where, present):
+    for row in rows:
         fields = [set(text.split()) for text in row[5:]]
         value = round(score(fields, terms, weights, n), 4)
         if value >= threshold:
