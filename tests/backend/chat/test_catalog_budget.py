@@ -86,9 +86,10 @@ async def test_over_budget_the_catalog_is_compact_and_search_finds_the_rest(
     assert "<name>tides</name>" in prompt and "<name>avalanche</name>" not in prompt
     assert "search_skills" in prompt
     load_skill = tool(first, "load_skill")
-    assert load_skill is not None and "enum" not in load_skill["parameters"]["properties"][
-        "skill_name"
-    ]
+    assert (
+        load_skill is not None
+        and "enum" not in load_skill["parameters"]["properties"]["skill_name"]
+    )
     assert tool(first, "search_skills") is not None
     assert "AVALANCHE-BODY" in system_prompt(third)
 
