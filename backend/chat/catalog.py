@@ -37,6 +37,7 @@ class TurnSkills:
     catalog: list[CatalogEntry]
     specs: list[SkillSpec]  # the skills the turn starts with, in full
     search: bool  # the catalog is compact: search_skills finds the rest
+    uses_secrets: bool  # one of the Ghost's skills names a user secret in its MCP servers
 
 
 class SkillSpecCache:
@@ -86,16 +87,26 @@ def _entry(row: Any) -> CatalogEntry:
     return CatalogEntry(name=row.name, description=row.description)
 
 
-async def fits_budget(session: AsyncSession, source: GhostSkills, budget_tokens: int) -> bool:
-    """Whether the full catalog fits; reads at most as many rows as the budget could hold."""
+async def _budget_and_secrets(
+    session: AsyncSession, source: GhostSkills, budget_tokens: int
+) -> tuple[bool, bool]:
+    """(whether the full catalog fits the budget, whether a skill names a user secret), in one
+    query that reads at most as many rows as the budget could hold."""
+    where = source.condition()
     budget_chars = budget_tokens * CHARS_PER_TOKEN
     most = budget_chars // _MIN_ENTRY_CHARS
-    sizes = select(SkillSearch.catalog_chars.label("chars")).where(source.condition())
-    bounded = sizes.limit(most + 1).subquery()
-    count, total = (
-        await session.execute(select(func.count(), func.coalesce(func.sum(bounded.c.chars), 0)))
+    sizes = select(SkillSearch.catalog_chars.label("chars")).where(where).limit(most + 1).subquery()
+    secret = select(SkillSearch.kind_id).where(where, SkillSearch.uses_secrets.is_(True)).limit(1)
+    count, total, secrets = (
+        await session.execute(
+            select(
+                func.count(),
+                func.coalesce(func.sum(sizes.c.chars), 0),
+                secret.exists().select().scalar_subquery(),
+            ).select_from(sizes)
+        )
     ).one()
-    return bool(count <= most and total <= budget_chars)
+    return bool(count <= most and total <= budget_chars), bool(secrets)
 
 
 async def _specs(
@@ -119,12 +130,14 @@ async def turn_skills(
     """The catalog and starting skills of a turn; `wanted` are the preloaded and recently used
     skills, which start in full."""
     where = source.condition()
-    if await fits_budget(session, source, budget_tokens):
+    fits, secrets = await _budget_and_secrets(session, source, budget_tokens)
+    if fits:
         rows = (
             await session.execute(select(*_ENTRY_COLUMNS).where(where).order_by(SkillSearch.name))
         ).all()
         started = [r for r in rows if r.name in set(wanted)]
-        return TurnSkills([_entry(r) for r in rows], await _specs(session, cache, started), False)
+        specs = await _specs(session, cache, started)
+        return TurnSkills([_entry(r) for r in rows], specs, False, secrets)
     started = []
     if wanted:
         stmt = select(*_ENTRY_COLUMNS).where(where, SkillSearch.name.in_(list(set(wanted))))
@@ -132,13 +145,8 @@ async def turn_skills(
     entries = {r.name: _entry(r) for r in started}
     for hit in await search(session, source, message, limit=COMPACT_MATCHES, threshold=threshold):
         entries.setdefault(hit.name, CatalogEntry(name=hit.name, description=hit.description))
-    return TurnSkills(list(entries.values()), await _specs(session, cache, started), True)
-
-
-async def uses_secrets(session: AsyncSession, source: GhostSkills) -> bool:
-    """Whether any of the Ghost's skills names a user secret in its MCP servers."""
-    stmt = select(SkillSearch.kind_id).where(source.condition(), SkillSearch.uses_secrets.is_(True))
-    return (await session.scalar(stmt.limit(1))) is not None
+    specs = await _specs(session, cache, started)
+    return TurnSkills(list(entries.values()), specs, True, secrets)
 
 
 class GhostSkillDirectory:

@@ -19,7 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from backend.chat import conversations
 from backend.chat.builder import TurnInputs, build_turn_request, needs_secrets, wanted_skills
-from backend.chat.catalog import GhostSkillDirectory, SkillSpecCache, turn_skills, uses_secrets
+from backend.chat.catalog import GhostSkillDirectory, SkillSpecCache, turn_skills
 from backend.chat.events import EventData, EventSink, message_json
 from backend.config import Settings
 from backend.db.models import Message
@@ -140,8 +140,7 @@ class TurnRunner:
                 threshold=self.settings.skill_search_threshold,
             )
             user_secrets: dict[str, str] = {}
-            in_skills = await uses_secrets(session, source)
-            if needs_secrets(ghost, self.settings, skills_use_secrets=in_skills):
+            if needs_secrets(ghost, self.settings, skills_use_secrets=skills.uses_secrets):
                 user_secrets = await secrets.values(session, self.cipher, user.id)  # only if used
         inputs = TurnInputs(
             conversation_id=conversation_id,

@@ -153,8 +153,9 @@ class SkillSearch(Base):
     Written in the transaction of every skill write (backend/skills/search/index.py). The
     `*_terms` columns hold normalized search terms (backend/skills/search/text.py). Each
     database indexes them with its own full-text engine, outside these models (`UNMODELLED`):
-    PostgreSQL a generated, weighted `document` tsvector under a GIN index; SQLite the FTS5
-    table `skill_search_fts`, kept in step by triggers on this table.
+    PostgreSQL generated, weighted tsvectors (`document` under a GIN index, and `head` without
+    the body, for ranking); SQLite the FTS5 table `skill_search_fts`, kept in step by triggers
+    on this table.
     """
 
     __tablename__ = "skill_search"
@@ -199,8 +200,8 @@ class SkillLabel(Base):
 # full-text index of `skill_search` (see SkillSearch). Schema comparison skips them.
 UNMODELLED_TABLES = frozenset({"skill_search_fts"})
 UNMODELLED_TABLE_PREFIXES = ("skill_search_fts_",)  # FTS5 shadow tables
-UNMODELLED_COLUMNS = frozenset({("skill_search", "document")})
-UNMODELLED_INDEXES = frozenset({"ix_skill_search_document"})
+UNMODELLED_COLUMNS = frozenset({("skill_search", "document"), ("skill_search", "head")})
+UNMODELLED_INDEXES = frozenset({"ix_skill_search_document", "ix_skill_search_head"})
 
 
 def _unmodelled_table(name: str) -> bool:

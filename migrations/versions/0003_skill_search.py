@@ -5,7 +5,8 @@ Revises: 0002
 Create Date: 2026-11-23
 
 PostgreSQL: `skill_search.document`, a tsvector generated from the term columns with weights
-(A name, B tags and "when to use", C description, D body) under a GIN index. SQLite: the FTS5
+(A name, B tags and "when to use", C description, D body) under a GIN index, and `head`, the
+same without the body, for ranking many rows cheaply. SQLite: the FTS5
 table `skill_search_fts` over the same columns, kept in step by triggers. Both index text that
 backend/skills/search/text.py has already normalized, so they match the same words. Existing
 skills are indexed here by the code that indexes every later write.
@@ -26,14 +27,17 @@ depends_on: str | Sequence[str] | None = None
 
 TERM_COLUMNS = ("name_terms", "tag_terms", "when_terms", "desc_terms", "body_terms")
 
-PG_DOCUMENT = """
-ALTER TABLE skill_search ADD COLUMN document tsvector GENERATED ALWAYS AS (
+_HEAD = """
     setweight(to_tsvector('simple'::regconfig, name_terms), 'A')
     || setweight(to_tsvector('simple'::regconfig, tag_terms || ' ' || when_terms), 'B')
-    || setweight(to_tsvector('simple'::regconfig, desc_terms), 'C')
+    || setweight(to_tsvector('simple'::regconfig, desc_terms), 'C')"""
+PG_DOCUMENT = f"""
+ALTER TABLE skill_search ADD COLUMN document tsvector GENERATED ALWAYS AS ({_HEAD}
     || setweight(to_tsvector('simple'::regconfig, body_terms), 'D')
 ) STORED
 """
+# The same without the body: small enough to rank thousands of rows cheaply.
+PG_HEAD = f"ALTER TABLE skill_search ADD COLUMN head tsvector GENERATED ALWAYS AS ({_HEAD}) STORED"
 
 _COLUMNS = ", ".join(TERM_COLUMNS)
 _NEW = ", ".join(f"new.{c}" for c in TERM_COLUMNS)
@@ -97,7 +101,9 @@ def upgrade() -> None:
     bind = op.get_bind()
     if bind.dialect.name == "postgresql":
         op.execute(PG_DOCUMENT)
+        op.execute(PG_HEAD)
         op.execute("CREATE INDEX ix_skill_search_document ON skill_search USING gin (document)")
+        op.execute("CREATE INDEX ix_skill_search_head ON skill_search USING gin (head)")
         # Keep the tsvector in the row (compressed if need be) and move the term texts out
         # first: matching and ranking read the tsvector of many rows, the texts of a few.
         op.execute("ALTER TABLE skill_search ALTER COLUMN document SET STORAGE MAIN")

@@ -4,9 +4,11 @@
 2. One query counts, over exactly the rows searched, how many there are and how many contain
    each stem (GIN on PostgreSQL, FTS5 on SQLite): the IDF of each term.
 3. One query fetches the rows matching the request's rarest terms (`RANK_POOL`): all of them
-   when they are few, else the engine's best `CANDIDATES` (PostgreSQL `ts_rank` over the
-   weighted tsvector, SQLite `bm25` with column weights). Counts are bounded (`ROWS_CAP`,
-   `DF_CAP`), and so is the work at any catalog size.
+   when they are at most `SCORE_ALL` (every catalog people read), else the engine's best
+   `CANDIDATES` by name, tags, "when to use" and description (PostgreSQL `ts_rank` over the
+   weighted `head` tsvector, SQLite `bm25` with column weights). Counts are bounded
+   (`ROWS_CAP`, `DF_CAP`), and so is the work at any catalog size. On PostgreSQL the planner is
+   kept to the GIN index, which answers without decoding a single tsvector.
 4. Each candidate's matched mass M sums, over the request's terms, the term's IDF times the
    weight of the best field holding it (`FIELD_WEIGHTS`; an expansion at `EXPANSION_WEIGHT` of
    that). Its score is the geometric mean of two shares in [0, 1]: coverage, M over the IDF of
@@ -37,12 +39,13 @@ from backend.skills.search.text import EXPANSION_WEIGHT, QueryTerm, query_terms
 
 PUBLIC_NAMESPACE = "public"  # how search results name the namespace of public skills
 CANDIDATES = 100
+SCORE_ALL = 300  # when the candidate terms match at most this many rows, all are scored
 # Statistics are counted up to these caps, so a search does bounded work at any catalog size:
 # beyond ROWS_CAP rows the IDF is that of a ROWS_CAP-row catalog, and a term in DF_CAP or more
 # of them is "common". Below the caps (the catalogs people read) every count is exact.
 ROWS_CAP = 1000
 DF_CAP = 250
-RANK_POOL = 400  # at most about this many matches are ranked by the engine
+RANK_POOL = 600  # at most about this many matches are ranked by the engine
 FIELD_WEIGHTS = (
     ("name_terms", 1.0),
     ("tag_terms", 0.8),
@@ -53,8 +56,10 @@ FIELD_WEIGHTS = (
 EVIDENCE_HALF = 0.5  # evidence is 1/2 at this many rarest-term units of matched mass
 _TERM_COLUMNS = [getattr(SkillSearch, c) for c, _ in FIELD_WEIGHTS]
 # Engine weights for finding candidates, in the same field order.
-_PG_WEIGHTS = "{0.1, 0.2, 0.4, 1.0}"  # D body, C description, B tags and when, A name
-_FTS_WEIGHTS = "10.0, 6.0, 6.0, 4.0, 1.0"
+# The engine ranks by name, tags, "when to use" and description only (the body is in the
+# matching and the score): on PostgreSQL a small tsvector ranks thousands of rows cheaply.
+_PG_WEIGHTS = "{0.0, 0.4, 0.6, 1.0}"  # D body, C description, B tags and when, A name
+_FTS_WEIGHTS = "10.0, 6.0, 6.0, 4.0, 0.0"
 
 
 @dataclass(frozen=True)
@@ -110,6 +115,14 @@ async def _frequencies(
     return int(row[0]), {s: int(c) for s, c in zip(stems, row[1:], strict=True)}
 
 
+_HEAD_COLUMNS = "{name_terms tag_terms when_terms desc_terms}"
+
+
+def _fts_match(stems: Sequence[str], *, head: bool = False) -> str:
+    terms = " OR ".join(f'"{s}"' for s in stems)
+    return f"{_HEAD_COLUMNS} : ({terms})" if head else terms
+
+
 async def _candidates(
     session: AsyncSession,
     dialect: str,
@@ -118,7 +131,8 @@ async def _candidates(
     *,
     ranked: bool,
 ) -> Sequence[Any]:
-    """Rows matching any of `stems`: all of them, or (`ranked`) the engine's best."""
+    """Rows matching any of `stems`: all of them, or (`ranked`) the engine's best among those
+    matching in name, tags, "when to use" or description."""
     columns = [
         SkillSearch.kind_id,
         SkillSearch.user_id,
@@ -127,19 +141,19 @@ async def _candidates(
         SkillSearch.description,
         *_TERM_COLUMNS,
     ]
-    if dialect == "postgresql":
-        stmt = select(*columns).where(where, _pg_match(stems))
-        if ranked:
-            query = " | ".join(f"'{s}'" for s in stems)
-            tsquery = func.to_tsquery(literal_column("'simple'::regconfig"), query)
-            rank = func.ts_rank(
-                literal_column(f"'{_PG_WEIGHTS}'::float4[]"),
-                literal_column("skill_search.document"),
-                tsquery,
-            )
-            stmt = stmt.order_by(rank.desc(), SkillSearch.name)
-    elif not ranked:
+    if not ranked:
         stmt = select(*columns).where(where, _contains(dialect, stems))
+        return (await session.execute(stmt.limit(SCORE_ALL))).all()
+    if dialect == "postgresql":
+        query = " | ".join(f"'{s}'" for s in stems)
+        tsquery = func.to_tsquery(literal_column("'simple'::regconfig"), query)
+        head: Any = literal_column("skill_search.head")
+        rank = func.ts_rank(literal_column(f"'{_PG_WEIGHTS}'::float4[]"), head, tsquery)
+        stmt = (
+            select(*columns)
+            .where(where, head.op("@@")(tsquery))
+            .order_by(rank.desc(), SkillSearch.name)
+        )
     else:
         fts = table("skill_search_fts")
         found = (
@@ -148,9 +162,7 @@ async def _candidates(
                 literal_column(f"bm25(skill_search_fts, {_FTS_WEIGHTS})").label("rank"),
             )
             .select_from(fts)
-            .where(
-                literal_column("skill_search_fts").op("MATCH")(" OR ".join(f'"{s}"' for s in stems))
-            )
+            .where(literal_column("skill_search_fts").op("MATCH")(_fts_match(stems, head=True)))
             .subquery()
         )
         stmt = (
@@ -168,7 +180,8 @@ def _pool(present: Sequence[str], df: dict[str, int]) -> list[str]:
     cannot outscore one holding its rarest; the engine ranks a bounded set."""
     pool: list[str] = []
     total = 0
-    for stem in sorted(present, key=lambda s: (df[s], s)):
+    # Among terms too common to count apart, longer words first: they tend to be the rarer.
+    for stem in sorted(present, key=lambda s: (df[s], -len(s), s)):
         if pool and total + df[stem] > RANK_POOL:
             break
         pool.append(stem)
@@ -231,17 +244,19 @@ async def search(
         # Every step below reads matches through the GIN index (exact: no tsvector is decoded
         # to count or find them). The planner would scan every row for a common term.
         await session.execute(text("SET LOCAL enable_seqscan = off"))
+        await session.execute(text("SET LOCAL enable_indexscan = off"))
     try:
         n, df = await _frequencies(session, dialect, where, stems)
         present = [s for s in stems if df[s] > 0]
         if not present:
             return []
         pool = _pool(present, df)
-        ranked = sum(df[s] for s in pool) > CANDIDATES
+        ranked = sum(df[s] for s in pool) > SCORE_ALL
         rows = await _candidates(session, dialect, where, pool, ranked=ranked)
     finally:
         if dialect == "postgresql":
             await session.execute(text("RESET enable_seqscan"))
+            await session.execute(text("RESET enable_indexscan"))
     weights = _term_weights(terms, df, n)
     hits = []
     for row in rows:

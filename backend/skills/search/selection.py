@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Literal
 
 from sqlalchemy import and_, exists, false, not_, or_, select, true
@@ -103,8 +104,13 @@ class GhostSkills:
         return self.owner.user_id == SYSTEM_USER_ID
 
     def condition(self) -> ColumnElement[bool]:
+        return self._condition
+
+    @cached_property
+    def _condition(self) -> ColumnElement[bool]:  # built once: a turn uses it several times
         public = _in_scope(PUBLIC_SKILLS)
-        if not self.is_public_ghost:
+        uses_public = bool(self.names) or self.include_public or self.is_public_ghost
+        if uses_public and not self.is_public_ghost:
             own = aliased(SkillSearch)
             shadowed = exists(
                 select(own.kind_id).where(
