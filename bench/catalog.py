@@ -145,13 +145,12 @@ async def ghost_turn(
 
 
 async def tokens_per_call(
-    runner: TurnRunner, conversation: str, message: int
+    runner: TurnRunner, conversation: str, message: int, target: str
 ) -> tuple[float, bool]:
+    """Prompt tokens per model call of a turn that loads `target`, then answers."""
     prepared = await runner.prepare(conversation, message)
     assert isinstance(prepared, PreparedTurn)
     request = prepared.request
-    best = await prepared.directory.search(MESSAGE, 1)
-    target = best[0].name
     call = {"name": "load_skill", "args": {"skill_name": target}, "id": "call_1"}
     model = ScriptedChatModel(script=[AIMessage(content="", tool_calls=[call]), AIMessage("Done.")])
     events = [
