@@ -250,8 +250,11 @@ async def search(
         present = [s for s in stems if df[s] > 0]
         if not present:
             return []
-        pool = _pool(present, df)
-        ranked = sum(df[s] for s in pool) > SCORE_ALL
+        if n <= SCORE_ALL:  # few enough to score every skill that matches a term
+            pool, ranked = present, False
+        else:
+            pool = _pool(present, df)
+            ranked = sum(df[s] for s in pool) > SCORE_ALL
         rows = await _candidates(session, dialect, where, pool, ranked=ranked)
     finally:
         if dialect == "postgresql":
