@@ -43,9 +43,9 @@ SCORE_ALL = 300  # when the candidate terms match at most this many rows, all ar
 # Statistics are counted up to these caps, so a search does bounded work at any catalog size:
 # beyond ROWS_CAP rows the IDF is that of a ROWS_CAP-row catalog, and a term in DF_CAP or more
 # of them is "common". Below the caps (the catalogs people read) every count is exact.
-ROWS_CAP = 1000
-DF_CAP = 250
-RANK_POOL = 600  # at most about this many matches are ranked by the engine
+ROWS_CAP = 500
+DF_CAP = 100
+RANK_POOL = 300  # at most about this many matches are ranked by the engine
 FIELD_WEIGHTS = (
     ("name_terms", 1.0),
     ("tag_terms", 0.8),
@@ -115,6 +115,9 @@ async def _frequencies(
     return int(row[0]), {s: int(c) for s, c in zip(stems, row[1:], strict=True)}
 
 
+_GIN_ONLY = text(
+    "SELECT set_config('enable_seqscan', 'off', true), set_config('enable_indexscan', 'off', true)"
+)
 _HEAD_COLUMNS = "{name_terms tag_terms when_terms desc_terms}"
 
 
@@ -242,24 +245,19 @@ async def search(
     where = source.condition()
     if dialect == "postgresql":
         # Every step below reads matches through the GIN index (exact: no tsvector is decoded
-        # to count or find them). The planner would scan every row for a common term.
-        await session.execute(text("SET LOCAL enable_seqscan = off"))
-        await session.execute(text("SET LOCAL enable_indexscan = off"))
-    try:
-        n, df = await _frequencies(session, dialect, where, stems)
-        present = [s for s in stems if df[s] > 0]
-        if not present:
-            return []
-        if n <= SCORE_ALL:  # few enough to score every skill that matches a term
-            pool, ranked = present, False
-        else:
-            pool = _pool(present, df)
-            ranked = sum(df[s] for s in pool) > SCORE_ALL
-        rows = await _candidates(session, dialect, where, pool, ranked=ranked)
-    finally:
-        if dialect == "postgresql":
-            await session.execute(text("RESET enable_seqscan"))
-            await session.execute(text("RESET enable_indexscan"))
+        # to count or find them); the planner would rather filter rows by owner and decode the
+        # tsvector of each. For the rest of this transaction only (callers end it soon after).
+        await session.execute(_GIN_ONLY)
+    n, df = await _frequencies(session, dialect, where, stems)
+    present = [s for s in stems if df[s] > 0]
+    if not present:
+        return []
+    if n <= SCORE_ALL:  # few enough to score every skill that matches a term
+        pool, ranked = present, False
+    else:
+        pool = _pool(present, df)
+        ranked = sum(df[s] for s in pool) > CANDIDATES
+    rows = await _candidates(session, dialect, where, pool, ranked=ranked)
     weights = _term_weights(terms, df, n)
     hits = []
     for row in rows:
