@@ -98,7 +98,7 @@ class Settings(BaseSettings):
         "compact catalog and offers `search_skills`; a Ghost's `catalogBudgetTokens` overrides it.",
     )
     skill_search_threshold: float = Field(
-        0.25,
+        0.32,
         ge=0,
         le=1,
         description="Score (0-1) under which skill search suggests nothing, so small talk "

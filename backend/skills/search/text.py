@@ -38,7 +38,7 @@ STOPWORDS = frozenset(
     with within without won would wouldn yes yet you your yours yourself yourselves
     hi hello hey ok okay sure thx pls help something anything everything thing things stuff bit
     lot maybe actually basically kind sort
-    skill skills claude codex agent assistant user users use used uses using
+    claude codex agent assistant user users use used uses using
     """.split()
 )
 
