@@ -23,6 +23,7 @@ from backend.api.routes import (
     me,
     metrics,
     secrets,
+    skill_search,
     skills,
     tokens,
     users,
@@ -67,6 +68,7 @@ async def bootstrap_admin(
 def _api_router() -> APIRouter:
     # Every API route authenticates, and reads the database.
     api = APIRouter(prefix=API_PREFIX, responses=errors(401, 503))
+    api.include_router(skill_search.router)  # before the CRD trees: `/skills/search` is fixed
     for module in (me, tokens, users, secrets, conversations, metrics):
         api.include_router(module.router)
     api.include_router(skills.namespaced)

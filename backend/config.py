@@ -152,6 +152,19 @@ class Settings(BaseSettings):
     skill_file_read_bytes: int = Field(
         32 * 1024, ge=1, description="Most bytes of a skill file one read_skill_file call returns."
     )
+    catalog_budget_tokens: int = Field(
+        4000,
+        ge=0,
+        description="Tokens a Ghost's skill catalog may take before the prompt lists only a "
+        "compact catalog and offers `search_skills`; a Ghost's `catalogBudgetTokens` overrides it.",
+    )
+    skill_search_threshold: float = Field(
+        0.32,
+        ge=0,
+        le=1,
+        description="Score (0-1) under which skill search suggests nothing, so small talk "
+        "loads no skill.",
+    )
     secrets_key: SecretStr | None = Field(
         None, description="Fernet key encrypting user secrets at rest."
     )

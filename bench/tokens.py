@@ -13,6 +13,11 @@ Three ways: *static* (every body in the system prompt), *lazy* (this engine, def
 model actually received on every call (system prompt, messages, tool calls, tool schemas).
 Then it times one turn of this engine against a bare `create_agent` with the same tools and the
 same instant fake model, side by side.
+
+*large* (issue 12): the switching scenario with 1,000 skills (variants of the corpus skills)
+against the same turns with 10 of them, in tokens per model call. Over its catalog budget a
+Ghost's prompt lists a compact catalog (recently used skills and the best matches for the
+message, as backend builds it) and the model gets `search_skills`; target <= 1.1.
 """
 
 from __future__ import annotations
@@ -32,10 +37,11 @@ from backend.skills.folder import zip_folder
 from backend.skills.package import read_package
 from bench._util import compare, count_tokens
 from chat_shell.agent import run_turn
-from chat_shell.contracts import DoneEvent, HistoryMessage, SkillSpec, TurnRequest
+from chat_shell.contracts import CatalogEntry, DoneEvent, HistoryMessage, SkillSpec, TurnRequest
 from chat_shell.offline import RecordedCall, ScriptedChatModel
-from chat_shell.ports import InMemoryFrontendChannel, InMemoryPackageSource
+from chat_shell.ports import InMemoryFrontendChannel, InMemoryPackageSource, InMemorySkillDirectory
 from chat_shell.skills import ProviderRegistry
+from chat_shell.skills.active import last_loaded_records
 from chat_shell.skills.prompt import render_stable_prompt, render_system_prompt
 from tests.support import corpus as corpus_location
 
@@ -43,6 +49,8 @@ GHOST_PROMPT = "You are a helpful assistant for a product team. Answer precisely
 TURNS = 10
 PRELOADED = 2  # the first skills in name order
 TARGETS = {"switching": 0.20, "focused": 0.15}
+LARGE, SMALL = 1000, 10
+COMPACT_MATCHES = 5  # as backend/chat/catalog.py
 
 
 def load_corpus(root: Path) -> list[SkillSpec]:
@@ -114,6 +122,62 @@ async def run_engine(
         ]
         calls += model.calls
     return calls
+
+
+def many(skills: list[SkillSpec], count: int) -> list[SkillSpec]:
+    """`count` distinct skills: the given ones, then numbered copies of them."""
+    out = list(skills)
+    for i in range(count - len(skills)):
+        base = skills[i % len(skills)]
+        out.append(base.model_copy(update={"name": f"{base.name}-v{i}"}))
+    return out[:count]
+
+
+async def run_searching(skills: list[SkillSpec], plan: list[str]) -> list[RecordedCall]:
+    """Like `run_engine`, with a compact catalog and `search_skills` over all of `skills`."""
+    directory = InMemorySkillDirectory(skills)
+    by_name = {s.name: s for s in skills}
+    history: list[HistoryMessage] = []
+    calls: list[RecordedCall] = []
+    for k, skill in enumerate(plan):
+        message = user_message(k, skill)
+        recent = [by_name[r.name] for r in last_loaded_records(history)]
+        matches = await directory.search(message, COMPACT_MATCHES)
+        catalog = {s.name: CatalogEntry(name=s.name, description=s.description) for s in recent}
+        for m in matches:
+            catalog.setdefault(m.name, CatalogEntry(name=m.name, description=m.description))
+        model = ScriptedChatModel(script=turn_script(skill))
+        turn = TurnRequest(
+            conversation_id="bench",
+            user_id=1,
+            system_prompt=GHOST_PROMPT,
+            skills=recent,
+            catalog=list(catalog.values()),
+            skill_search=True,
+            history=history,
+            user_message=message,
+        )
+        events = [e async for e in run_turn(turn, **_ports(), model=model, skills=directory)]
+        done = events[-1]
+        assert isinstance(done, DoneEvent), done
+        history = [
+            *history,
+            HistoryMessage(role="user", content=turn.user_message),
+            HistoryMessage(role="assistant", content=done.text, loaded_skills=done.loaded_skills),
+        ]
+        calls += model.calls
+    return calls
+
+
+async def large_ratio(skills: list[SkillSpec]) -> tuple[float, float, float]:
+    """(tokens per call with LARGE skills and search, with SMALL skills, their ratio)."""
+    small = many(skills, SMALL)
+    plan = scenarios([s.name for s in small])["switching"]
+    with_small = await run_engine(small, plan)
+    with_large = await run_searching(many(skills, LARGE), plan)
+    per_small = prompt_tokens(with_small) / len(with_small)
+    per_large = prompt_tokens(with_large) / len(with_large)
+    return per_large, per_small, per_large / per_small
 
 
 def _ports() -> dict[str, Any]:
@@ -213,6 +277,11 @@ async def main(corpus: Path | None, pairs: int) -> None:
             f"preload={preload:>8,} ({preload / static:6.1%})  "
             f"target lazy <= {TARGETS[name]:.0%}: {verdict}"
         )
+    per_large, per_small, large = await large_ratio(skills)
+    print(
+        f"large      {LARGE:,} skills {per_large:,.0f} tokens per call (compact catalog + "
+        f"search_skills) vs {SMALL} skills {per_small:,.0f}: {large:.2f}x (target <= 1.1)"
+    )
     streamed, invoked, engine_ms = await time_one_turn(skills, pairs)
     print(
         f"one turn: engine {engine_ms:.2f} ms; median ratio vs bare create_agent streaming "
@@ -220,7 +289,7 @@ async def main(corpus: Path | None, pairs: int) -> None:
     )
     print(
         f"RESULT tokens switching={fractions['switching']:.3f} "
-        f"focused={fractions['focused']:.3f} overhead_ratio={streamed:.2f}"
+        f"focused={fractions['focused']:.3f} overhead_ratio={streamed:.2f} large={large:.3f}"
     )
 
 

@@ -72,6 +72,22 @@ class SkillSpec(_Model):
     files: list[SkillFileInfo] = Field(default_factory=list)
 
 
+class CatalogEntry(_Model):
+    """A skill as the catalog in the prompt lists it."""
+
+    name: str = Field(min_length=1)
+    description: str = ""
+
+
+class SkillMatch(_Model):
+    """One result of a skill search, best first: what `search_skills` shows the model."""
+
+    name: str = Field(min_length=1)
+    namespace: str = ""
+    description: str = ""
+    score: float = 0.0
+
+
 class LoadedSkill(_Model):
     """A skill active at the end of a turn, persisted on the assistant message.
 
@@ -127,8 +143,15 @@ class TurnRequest(_Model):
     user_id: int
     system_prompt: str = ""
     model: ModelSettings = Field(default_factory=ModelSettings)
+    # Skills defined in full up front: every skill of a small Ghost, or the ones a turn starts
+    # with (preloaded, recently used). Others come from the host's `SkillDirectory` when loaded.
     skills: list[SkillSpec] = Field(default_factory=list)
     preload_skills: list[str] = Field(default_factory=list)
+    # What the prompt's catalog lists; None lists `skills`. With `skill_search` the catalog is
+    # only part of the Ghost's skills: the model gets `search_skills`, and `load_skill` takes
+    # any name the directory knows instead of an enum of the catalog's names.
+    catalog: list[CatalogEntry] | None = None
+    skill_search: bool = False
     # Global and Ghost servers, already merged and trust-marked by the caller.
     mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
     history: list[HistoryMessage] = Field(default_factory=list)

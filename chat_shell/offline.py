@@ -221,7 +221,9 @@ class OfflineChatModel(LocalToolChatModel):
         loaded = parse_loaded_names(system)
         last = messages[-1] if messages else None
         if isinstance(last, HumanMessage):
-            skill = self._pick_skill(last.text, parse_catalog(system), _skill_enum(tools), loaded)
+            catalog = parse_catalog(system)
+            names = _skill_enum(tools) or sorted(catalog)  # a partial catalog has no enum
+            skill = self._pick_skill(last.text, catalog, names, loaded)
             if skill is not None:
                 call = {"name": LOAD_SKILL_TOOL, "args": {"skill_name": skill}}
                 return AIMessage(

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from chat_shell.contracts import SkillMatch, SkillSpec
 from chat_shell.errors import ProviderLoadError
 from chat_shell.packages.limits import DEFAULT_ARCHIVE_LIMITS, ArchiveLimits
 
@@ -25,6 +27,21 @@ class PackageSource(Protocol):
 
     async def get(self, sha256: str) -> bytes:
         """Return the ZIP whose SHA-256 is `sha256`; raise `ProviderLoadError` if unknown."""
+        ...
+
+
+class SkillDirectory(Protocol):
+    """The Ghost's skills beyond those a turn request carries: searched and fetched by name.
+
+    backend answers with the same search its API serves, over the Ghost's selection only.
+    """
+
+    async def search(self, query: str, limit: int) -> list[SkillMatch]:
+        """The skills that fit `query`, best first; empty when none fits well enough."""
+        ...
+
+    async def get(self, name: str) -> SkillSpec | None:
+        """The full definition of the Ghost's skill `name`, or None if it has none by that name."""
         ...
 
 
@@ -54,6 +71,33 @@ class InMemoryPackageSource:
             return self._packages[sha256]
         except KeyError:
             raise ProviderLoadError(f"no skill package with sha256 {sha256}") from None
+
+
+class InMemorySkillDirectory:
+    """Skills held in a list; search ranks them by the request's words in name and description."""
+
+    def __init__(self, skills: list[SkillSpec]) -> None:
+        self._skills = {s.name: s for s in skills}
+
+    async def search(self, query: str, limit: int) -> list[SkillMatch]:
+        wanted = _words(query)
+        scored = []
+        for skill in self._skills.values():
+            found = len(wanted & _words(f"{skill.name} {skill.description}"))
+            if found:
+                score = found / len(wanted)
+                scored.append(
+                    SkillMatch(name=skill.name, description=skill.description, score=score)
+                )
+        scored.sort(key=lambda m: (-m.score, m.name))
+        return scored[:limit]
+
+    async def get(self, name: str) -> SkillSpec | None:
+        return self._skills.get(name)
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in re.findall(r"[a-z0-9]+", text.lower()) if len(w) > 2}
 
 
 @dataclass(frozen=True)

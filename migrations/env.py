@@ -9,7 +9,7 @@ from sqlalchemy import create_engine, pool
 
 from backend.config import get_settings
 from backend.db.engine import sync_url
-from backend.db.models import Base
+from backend.db.models import Base, include_in_schema, include_name
 
 config = context.config
 if config.config_file_name is not None and config.attributes.get("configure_logger", True):
@@ -30,6 +30,8 @@ def run_migrations_offline() -> None:
         target_metadata=target_metadata,
         literal_binds=True,
         render_as_batch=url.get_backend_name() == "sqlite",
+        include_object=include_in_schema,
+        include_name=include_name,
     )
     with context.begin_transaction():
         context.run_migrations()
@@ -44,6 +46,8 @@ def run_migrations_online() -> None:
             target_metadata=target_metadata,
             render_as_batch=url.get_backend_name() == "sqlite",  # SQLite ALTER needs batch mode
             compare_type=True,
+            include_object=include_in_schema,
+            include_name=include_name,
         )
         with context.begin_transaction():
             context.run_migrations()

@@ -1,7 +1,7 @@
 """The one mapping from Skillhive's CRDs and rows to chat_shell's `TurnRequest`.
 
-Pure: callers load the Ghost, its skills, the history and the secrets; this decides what the
-engine sees.
+Pure: callers load the Ghost, its catalog and starting skills (backend/chat/catalog.py), the
+history and the secrets; this decides what the engine sees.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from backend.config import Settings
 from backend.db.models import Message
 from backend.errors import InvalidRequest
 from chat_shell.contracts import (
+    CatalogEntry,
     HistoryMessage,
     ModelSettings,
     SkillErrorEvent,
@@ -26,9 +27,9 @@ from chat_shell.contracts import (
     UserRef,
 )
 from chat_shell.models import OFFLINE_MODEL
+from chat_shell.skills.active import last_loaded_records
 from chat_shell.tools.mcp import McpServerConfig, merge_mcp_servers, parse_mcp_servers
 
-CHAT_SHELL = "Chat"
 DEFAULT_RETENTION_TURNS = 5
 
 
@@ -39,16 +40,14 @@ class TurnInputs:
     user_name: str
     ghost: Mapping[str, Any]  # the Ghost CRD
     ghost_is_public: bool
-    skills: Sequence[Mapping[str, Any]]  # Skill CRDs the Ghost names, resolved (own, then public)
+    catalog: Sequence[CatalogEntry]  # what the prompt lists of the Ghost's enabled skills
+    skills: Sequence[SkillSpec]  # the skills the turn starts with in full
+    skill_search: bool  # the catalog is compact: the model searches for the rest
     history: Sequence[Message]
     user_turns_before: int
     user_message: str
     secrets: Mapping[str, str]
-
-
-def _binds_chat(crd: Mapping[str, Any]) -> bool:
-    shells = crd["spec"].get("bindShells") or []
-    return not shells or CHAT_SHELL in shells
+    disabled_preloads: Sequence[str] = ()  # preloaded skills left out because they are disabled
 
 
 def skill_spec(crd: Mapping[str, Any]) -> SkillSpec:
@@ -148,25 +147,38 @@ SECRET_MARKER = "secrets."
 
 
 def needs_secrets(
-    ghost: Mapping[str, Any], skills: Sequence[Mapping[str, Any]], settings: Settings
+    ghost: Mapping[str, Any], settings: Settings, *, skills_use_secrets: bool
 ) -> bool:
-    """Whether anything this turn may use refers to a user secret (key or placeholder)."""
+    """Whether anything this turn may use refers to a user secret (key or placeholder);
+    `skills_use_secrets`: whether one of the Ghost's skills does (backend/chat/catalog.py)."""
     spec = ghost["spec"]
-    if (spec.get("model") or {}).get("apiKeySecret"):
+    if skills_use_secrets or (spec.get("model") or {}).get("apiKeySecret"):
         return True
     configs = [spec.get("mcpServers"), settings.mcp_servers]
-    configs += [s["spec"].get("mcpServers") for s in skills]
     return any(SECRET_MARKER in json.dumps(c) for c in configs if c)
 
 
-def _enabled(crd: Mapping[str, Any]) -> bool:
-    return bool(crd["status"].get("enabled", True))
+def retention_turns(ghost: Mapping[str, Any]) -> int:
+    retention = ghost["spec"].get("retentionTurns")
+    return DEFAULT_RETENTION_TURNS if retention is None else int(retention)
 
 
-def disabled_preloads(preloads: Sequence[str], skills: Sequence[Mapping[str, Any]]) -> list[str]:
-    """The preloaded skills left out of the turn because they are disabled."""
-    disabled = {s["metadata"]["name"] for s in skills if _binds_chat(s) and not _enabled(s)}
-    return [n for n in preloads if n in disabled]
+def turn_index(user_turns_before: int, messages: Sequence[Message]) -> int:
+    return user_turns_before + sum(1 for m in messages if m.role == "user")
+
+
+def wanted_skills(
+    ghost: Mapping[str, Any], messages: Sequence[Message], user_turns_before: int
+) -> list[str]:
+    """The skills a turn starts with: the preloaded ones and those still retained from history."""
+    turn = turn_index(user_turns_before, messages)
+    retention = retention_turns(ghost)
+    recent = [
+        r.name
+        for r in last_loaded_records(history(messages))
+        if 0 <= turn - r.last_used_turn <= retention
+    ]
+    return list(dict.fromkeys([*ghost["spec"].get("preloadSkills", []), *recent]))
 
 
 def disabled_notice(name: str) -> SkillErrorEvent:
@@ -179,10 +191,8 @@ def disabled_notice(name: str) -> SkillErrorEvent:
 
 def build_turn_request(inputs: TurnInputs, settings: Settings) -> TurnRequest:
     spec = inputs.ghost["spec"]
-    usable = [s for s in inputs.skills if _binds_chat(s) and _enabled(s)]
-    names = {s["metadata"]["name"] for s in usable}
+    names = {s.name for s in inputs.skills}
     preloads = spec.get("preloadSkills", [])
-    retention = spec.get("retentionTurns")
     return TurnRequest(
         conversation_id=inputs.conversation_id,
         user_id=inputs.user_id,
@@ -193,18 +203,20 @@ def build_turn_request(inputs: TurnInputs, settings: Settings) -> TurnRequest:
             inputs.secrets,
             ghost_is_public=inputs.ghost_is_public,
         ),
-        skills=[skill_spec(s) for s in usable],
+        skills=list(inputs.skills),
         preload_skills=[n for n in preloads if n in names],
+        catalog=list(inputs.catalog),
+        skill_search=inputs.skill_search,
         mcp_servers=ghost_servers(inputs, settings),
         history=history(inputs.history),
         user_message=inputs.user_message,
-        retention_turns=DEFAULT_RETENTION_TURNS if retention is None else retention,
+        retention_turns=retention_turns(inputs.ghost),
         skill_file_read_bytes=settings.skill_file_read_bytes,
-        turn_index=inputs.user_turns_before + sum(1 for m in inputs.history if m.role == "user"),
+        turn_index=turn_index(inputs.user_turns_before, inputs.history),
         context=SubstitutionContext(
             user=UserRef(id=inputs.user_id, name=inputs.user_name),
             secrets={k: SecretStr(v) for k, v in inputs.secrets.items()},
         ),
         egress=settings.egress,
-        notices=[disabled_notice(n) for n in disabled_preloads(preloads, inputs.skills)],
+        notices=[disabled_notice(n) for n in inputs.disabled_preloads],
     )

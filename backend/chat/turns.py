@@ -18,23 +18,30 @@ from langchain_core.language_models import BaseChatModel
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from backend.chat import conversations
-from backend.chat.builder import TurnInputs, build_turn_request, needs_secrets
+from backend.chat.builder import TurnInputs, build_turn_request, needs_secrets, wanted_skills
+from backend.chat.catalog import GhostSkillDirectory, SkillSpecCache, turn_skills
 from backend.chat.events import EventData, EventSink, message_json
 from backend.config import Settings
 from backend.db.models import Message
 from backend.errors import SkillhiveError, Unauthorized
-from backend.ghosts.resolve import resolve_ghost, resolve_skills
+from backend.ghosts.resolve import ghost_skills, resolve_ghost, resolve_skills
 from backend.secrets import service as secrets
 from chat_shell.agent.runner import run_turn
 from chat_shell.contracts import ErrorEvent, Event, TurnRequest
 from chat_shell.errors import ChatShellError
-from chat_shell.ports import FrontendChannel, PackageSource
+from chat_shell.ports import FrontendChannel, PackageSource, SkillDirectory
 from chat_shell.tools.pending_requests import PendingRequestRegistry
 from chat_shell.tools.sandbox import SandboxAccess
 
 log = logging.getLogger("skillhive.chat")
 
 Release = Callable[[], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class PreparedTurn:
+    request: TurnRequest
+    directory: SkillDirectory  # the Ghost's skills beyond those the request carries
 
 
 @dataclass
@@ -98,6 +105,7 @@ class TurnRunner:
         self._cancel_requested: set[int] = set()
         self.model = model  # tests and benchmarks inject a fake; None builds it from settings
         self.sandbox = sandbox  # where skill_run runs; None: the tool is not offered
+        self.skill_specs = SkillSpecCache()
 
     async def _emit(self, conversation_id: str, turn: int, event: EventData) -> None:
         # `turn` (the user message answered) lets a listener tell this turn's events from a
@@ -113,7 +121,7 @@ class TurnRunner:
         """Stop the turn answering `message_id` (the caller also cancels its task)."""
         self._cancel_requested.add(message_id)
 
-    async def prepare(self, conversation_id: str, message_id: int) -> TurnRequest | Message:
+    async def prepare(self, conversation_id: str, message_id: int) -> PreparedTurn | Message:
         """The turn's request, or the stored answer when this turn already ran (a retry)."""
         async with self.sessionmaker() as session:
             window = await conversations.turn_window(session, conversation_id, message_id)
@@ -125,23 +133,47 @@ class TurnRunner:
             if not user.is_active:  # deactivated while the turn waited: none of its secrets
                 raise Unauthorized("user is deactivated", code="user_inactive")
             ghost, owner_scope = await resolve_ghost(session, user.id, conversation.ghost)
-            skills = await resolve_skills(session, owner_scope, ghost["spec"].get("skills", []))
+            source = ghost_skills(owner_scope, ghost)
+            budget = ghost["spec"].get("catalogBudgetTokens")
+            skills = await turn_skills(
+                session,
+                source,
+                self.skill_specs,
+                budget_tokens=self.settings.catalog_budget_tokens if budget is None else budget,
+                message=window.user_message.content,
+                wanted=wanted_skills(ghost, window.history, window.user_turns_before),
+                threshold=self.settings.skill_search_threshold,
+            )
+            preloads = ghost["spec"].get("preloadSkills", [])
+            preloaded = await resolve_skills(session, owner_scope, preloads) if preloads else []
+            disabled = [
+                c["metadata"]["name"] for c in preloaded if not c["status"].get("enabled", True)
+            ]
             user_secrets: dict[str, str] = {}
-            if needs_secrets(ghost, skills, self.settings):  # decrypt only what may be used
-                user_secrets = await secrets.values(session, self.cipher, user.id)
+            if needs_secrets(ghost, self.settings, skills_use_secrets=skills.uses_secrets):
+                user_secrets = await secrets.values(session, self.cipher, user.id)  # only if used
         inputs = TurnInputs(
             conversation_id=conversation_id,
             user_id=user.id,
             user_name=user.name,
             ghost=ghost,
             ghost_is_public=owner_scope.user_id == 0,
-            skills=skills,
+            catalog=skills.catalog,
+            skills=skills.specs,
+            skill_search=skills.search,
             history=window.history,
             user_turns_before=window.user_turns_before,
             user_message=window.user_message.content,
             secrets=user_secrets,
+            disabled_preloads=disabled,
         )
-        return build_turn_request(inputs, self.settings)
+        directory = GhostSkillDirectory(
+            self.sessionmaker,
+            source,
+            self.skill_specs,
+            threshold=self.settings.skill_search_threshold,
+        )
+        return PreparedTurn(build_turn_request(inputs, self.settings), directory)
 
     async def run(
         self, conversation_id: str, message_id: int, *, release: Release | None = None
@@ -160,7 +192,8 @@ class TurnRunner:
                 await self._emit(conversation_id, message_id, _terminal({"type": "done"}, prepared))
                 return prepared
             turn = run_turn(
-                prepared,
+                prepared.request,
+                skills=prepared.directory,
                 package_source=self.package_source,
                 frontend=self.frontend,
                 model=self.model,

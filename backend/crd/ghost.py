@@ -6,9 +6,9 @@ accepted on input too. `status` is computed when a Ghost is served and ignored o
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import AliasChoices, ConfigDict, Field
+from pydantic import AliasChoices, ConfigDict, Field, model_validator
 
 from backend.crd.common import API_VERSION, CamelModel, ObjectMeta, ResourceName
 from backend.crd.skill import McpServer
@@ -29,6 +29,31 @@ class GhostModel(CamelModel):
     max_tokens: int | None = Field(None, gt=0)
 
 
+LabelKey = Annotated[str, Field(min_length=1, max_length=63)]
+LabelValue = Annotated[str, Field(max_length=253)]
+
+
+class LabelSelectorRequirement(CamelModel):
+    key: LabelKey
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
+    values: list[LabelValue] = Field(default_factory=list, max_length=100)
+
+    @model_validator(mode="after")
+    def _values_fit_operator(self) -> LabelSelectorRequirement:
+        if self.operator in ("In", "NotIn") and not self.values:
+            raise ValueError(f"operator {self.operator} needs at least one value")
+        if self.operator in ("Exists", "DoesNotExist") and self.values:
+            raise ValueError(f"operator {self.operator} takes no values")
+        return self
+
+
+class LabelSelector(CamelModel):
+    """A Kubernetes label selector over the owner's skills; `{}` selects them all."""
+
+    match_labels: dict[LabelKey, LabelValue] = Field(default_factory=dict, max_length=50)
+    match_expressions: list[LabelSelectorRequirement] = Field(default_factory=list, max_length=50)
+
+
 class GhostSpec(CamelModel):
     system_prompt: str = Field("", max_length=100_000)
     skills: list[ResourceName] = Field(default_factory=list, max_length=500)
@@ -40,6 +65,13 @@ class GhostSpec(CamelModel):
     mcp_servers: dict[str, McpServer] = Field(default_factory=dict)
     model: GhostModel = Field(default_factory=GhostModel)
     retention_turns: int | None = Field(None, ge=0, le=100)
+    # Skills chosen by label instead of by name (the 500-name cap is for `skills` only), and
+    # public skills; see backend/skills/search/selection.py.
+    skill_selector: LabelSelector | None = None
+    include_public_skills: bool | None = None  # unset: false
+    # Tokens the full skill catalog may take before the prompt switches to a compact catalog
+    # and `search_skills`; unset: SKILLHIVE_CATALOG_BUDGET_TOKENS.
+    catalog_budget_tokens: int | None = Field(None, ge=0, le=1_000_000)
 
 
 class GhostWarning(CamelModel):

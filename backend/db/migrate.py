@@ -11,7 +11,7 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import create_engine, pool
 
 from backend.db.engine import sync_url
-from backend.db.models import Base
+from backend.db.models import Base, include_in_schema, include_name
 
 
 def _alembic_ini() -> Path:
@@ -40,7 +40,14 @@ def schema_differences(database_url: str) -> list[object]:
     engine = create_engine(sync_url(database_url), poolclass=pool.NullPool)
     try:
         with engine.connect() as conn:
-            ctx = MigrationContext.configure(conn, opts={"compare_type": True})
+            ctx = MigrationContext.configure(
+                conn,
+                opts={
+                    "compare_type": True,
+                    "include_object": include_in_schema,
+                    "include_name": include_name,
+                },
+            )
             return list(compare_metadata(ctx, Base.metadata))
     finally:
         engine.dispose()

@@ -165,3 +165,83 @@ class Message(Base):
     usage: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
     error: Mapped[dict[str, Any] | None] = mapped_column(JSONType, nullable=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class SkillSearch(Base):
+    """What search and the chat catalog read about a skill, kept in step with its `kinds` row.
+
+    Written in the transaction of every skill write (backend/skills/search/index.py). The
+    `*_terms` columns hold normalized search terms (backend/skills/search/text.py). Each
+    database indexes them with its own full-text engine, outside these models (`UNMODELLED`):
+    PostgreSQL generated, weighted tsvectors (`document` under a GIN index, and `head` without
+    the body, for ranking); SQLite the FTS5 table `skill_search_fts`, kept in step by triggers
+    on this table.
+    """
+
+    __tablename__ = "skill_search"
+    __table_args__ = (
+        Index("ix_skill_search_user_id_namespace", "user_id", "namespace", "name"),
+        Index("ix_skill_search_uses_secrets", "uses_secrets"),  # turns ask "any?" of thousands
+    )
+
+    kind_id: Mapped[int] = mapped_column(
+        ForeignKey("kinds.id", ondelete="CASCADE"), primary_key=True, autoincrement=False
+    )
+    user_id: Mapped[int] = mapped_column(Integer)
+    namespace: Mapped[str] = mapped_column(String(64))
+    name: Mapped[str] = mapped_column(String(64))
+    enabled: Mapped[bool] = mapped_column(Boolean)
+    chat: Mapped[bool] = mapped_column(Boolean)  # binds the Chat shell
+    description: Mapped[str] = mapped_column(Text)
+    sha256: Mapped[str] = mapped_column(String(64))
+    catalog_chars: Mapped[int] = mapped_column(Integer)  # of its catalog entry
+    uses_secrets: Mapped[bool] = mapped_column(Boolean)  # its MCP servers name `${{secrets.*}}`
+    name_terms: Mapped[str] = mapped_column(Text)
+    tag_terms: Mapped[str] = mapped_column(Text)
+    when_terms: Mapped[str] = mapped_column(Text)
+    desc_terms: Mapped[str] = mapped_column(Text)
+    body_terms: Mapped[str] = mapped_column(Text)
+
+
+class SkillLabel(Base):
+    """A skill's labels, one row each, so label selectors run in SQL on both databases."""
+
+    __tablename__ = "skill_labels"
+    __table_args__ = (Index("ix_skill_labels_key_value", "key", "value"),)
+
+    kind_id: Mapped[int] = mapped_column(
+        ForeignKey("kinds.id", ondelete="CASCADE"), primary_key=True, autoincrement=False
+    )
+    key: Mapped[str] = mapped_column(String(63), primary_key=True)
+    value: Mapped[str] = mapped_column(String(253))
+
+
+# Database objects the migrations create that these models do not describe: each engine's
+# full-text index of `skill_search` (see SkillSearch). Schema comparison skips them.
+UNMODELLED_TABLES = frozenset({"skill_search_fts"})
+UNMODELLED_TABLE_PREFIXES = ("skill_search_fts_",)  # FTS5 shadow tables
+UNMODELLED_COLUMNS = frozenset({("skill_search", "document"), ("skill_search", "head")})
+UNMODELLED_INDEXES = frozenset({"ix_skill_search_document", "ix_skill_search_head"})
+
+
+def _unmodelled_table(name: str) -> bool:
+    return name in UNMODELLED_TABLES or name.startswith(UNMODELLED_TABLE_PREFIXES)
+
+
+def include_name(name: str | None, type_: str, parent_names: object) -> bool:
+    """Alembic's `include_name`: do not even reflect the full-text tables."""
+    return not (type_ == "table" and name is not None and _unmodelled_table(name))
+
+
+def include_in_schema(
+    obj: object, name: str | None, type_: str, reflected: bool, compare_to: object
+) -> bool:
+    """Alembic's `include_object`: leave the full-text objects of `UNMODELLED_*` alone."""
+    if type_ == "table" and name is not None:
+        return not _unmodelled_table(name)
+    if type_ == "column":
+        table = getattr(getattr(obj, "table", None), "name", None)
+        return (table, name) not in UNMODELLED_COLUMNS
+    if type_ == "index":
+        return name not in UNMODELLED_INDEXES
+    return True

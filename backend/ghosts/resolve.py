@@ -21,6 +21,7 @@ from backend.errors import InvalidRequest
 from backend.ghosts import PUBLIC_GHOSTS, PUBLIC_NAMESPACE
 from backend.kinds import store
 from backend.kinds.store import Scope
+from backend.skills.search.selection import GhostSkills
 from backend.skills.service import PUBLIC_SCOPE as PUBLIC_SKILLS
 
 
@@ -82,3 +83,9 @@ async def resolve_skills(
     """The Skill CRDs `names` resolve to, in the order given; unresolved names are skipped."""
     found = await skill_rows(session, owner_scope, names)
     return [found[n].json for n in dict.fromkeys(names) if n in found]
+
+
+def ghost_skills(owner_scope: Scope, ghost: dict[str, Any]) -> GhostSkills:
+    """Which skills a Ghost uses: those it lists, those its `skillSelector` picks among the
+    owner's skills in its namespace, and with `includePublicSkills` the public ones."""
+    return GhostSkills.from_crd(owner_scope, ghost)

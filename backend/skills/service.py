@@ -23,6 +23,7 @@ from backend.kinds.store import Scope
 from backend.skills import versions
 from backend.skills.limits import ArchiveLimits
 from backend.skills.package import SkillPackage, read_package, read_package_file
+from backend.skills.search.index import index_skill
 from backend.skills.versions import VersionInfo
 
 SKILL_KIND = "Skill"
@@ -117,6 +118,7 @@ async def create(
         exc.message += f"; {how_to_replace(scope, package.name)}"
         raise
     await _record(session, settings, row, data=data, actor=actor, source=source)
+    await index_skill(session, row)
     await session.commit()
     return row.json
 
@@ -150,6 +152,7 @@ async def replace(
         enabled=old["status"].get("enabled", True),
     )
     await store.replace(session, row, crd, expected=expected_version)
+    await index_skill(session, row)
     await _record(session, settings, row, data=data, actor=actor, source=source)
     await session.commit()
     return row.json
@@ -179,6 +182,7 @@ async def rollback(
         "status": {**old["status"], "enabled": current["status"].get("enabled", True)},
     }
     await store.replace(session, row, crd, expected=expected_version)
+    await index_skill(session, row)
     source = {"type": "rollback", "version": number}
     await _record(session, settings, row, data=None, actor=actor, source=source)
     await session.commit()
@@ -201,6 +205,7 @@ async def patch(
     if enabled is not None:
         crd["status"]["enabled"] = enabled
     await store.replace(session, row, crd, expected=expected_version)
+    await index_skill(session, row)
     await session.commit()
     return row.json
 

@@ -21,16 +21,17 @@ from chat_shell.agent.middleware import TurnMiddleware
 from chat_shell.agent.session import TurnContext
 from chat_shell.offline import OfflineChatModel
 from chat_shell.tools.builtin.load_skill import LOAD_SKILL
+from chat_shell.tools.builtin.search_skills import SEARCH_SKILLS
 
 
 @cache
 def agent_graph() -> CompiledStateGraph[Any, TurnContext, Any, Any]:
     _skip_thread_hops_when_not_tracing()
     # The model given here is never called: the middleware swaps in the turn's model and tools.
-    # load_skill is registered so LangGraph analyses it once, not on every call.
+    # load_skill and search_skills are registered so LangGraph analyses them once, not per call.
     return create_agent(
         OfflineChatModel(),
-        tools=[LOAD_SKILL],
+        tools=[LOAD_SKILL, SEARCH_SKILLS],
         middleware=[TurnMiddleware()],
         context_schema=TurnContext,
         name="skillhive",

@@ -24,7 +24,7 @@ from chat_shell.agent.session import TurnContext, TurnSession, turn_index
 from chat_shell.contracts import ErrorEvent, Event, StartEvent, TokenEvent, TurnRequest
 from chat_shell.errors import ChatShellError, RecursionLimitReached, TurnCancelled
 from chat_shell.models import open_chat_model
-from chat_shell.ports import FrontendChannel, PackageSource
+from chat_shell.ports import FrontendChannel, PackageSource, SkillDirectory
 from chat_shell.skills.registry import ProviderRegistry, default_registry
 from chat_shell.tools.pending.base import PendingRequestRegistry
 from chat_shell.tools.sandbox import SandboxAccess
@@ -41,6 +41,7 @@ async def run_turn(
     providers: ProviderRegistry | None = None,
     pending_requests: PendingRequestRegistry | None = None,
     sandbox: SandboxAccess | None = None,
+    skills: SkillDirectory | None = None,
 ) -> AsyncGenerator[Event, None]:
     """Yield `start`, then progress events, then exactly one `done` or `error`.
 
@@ -48,6 +49,7 @@ async def run_turn(
     defaults to the process-wide registry of tool providers; `pending_requests` is where skill
     tools wait for the browser (without one, such tools report that the browser is unreachable);
     `sandbox` lets active skills run commands (`skill_run`, offered only where it works).
+    `skills` searches and fetches the Ghost's skills the request does not carry in full.
     """
     yield StartEvent(conversation_id=request.conversation_id, turn_index=turn_index(request))
     try:
@@ -65,6 +67,7 @@ async def run_turn(
                 stack=stack,
                 pending_requests=pending_requests,
                 sandbox=sandbox,
+                directory=skills,
             )
             await session.start()
             for event in session.take_pending():

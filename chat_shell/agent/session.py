@@ -17,9 +17,11 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.tools import BaseTool
 
 from chat_shell.contracts import (
+    CatalogEntry,
     DoneEvent,
     Event,
     McpErrorEvent,
+    SkillMatch,
     SkillSpec,
     ToolCallRecord,
     TurnRequest,
@@ -28,7 +30,7 @@ from chat_shell.contracts import (
 )
 from chat_shell.errors import InvalidTurnRequest
 from chat_shell.offline import estimate_tokens
-from chat_shell.ports import FrontendChannel, PackageSource
+from chat_shell.ports import FrontendChannel, PackageSource, SkillDirectory
 from chat_shell.skills.active import ActiveSkills, last_loaded_records
 from chat_shell.skills.prompt import (
     EMPTY_LOADED_BLOCK,
@@ -40,6 +42,7 @@ from chat_shell.skills.provider import ProviderContext
 from chat_shell.skills.registry import ProviderRegistry
 from chat_shell.skills.toolset import create_provider_tools
 from chat_shell.tools.builtin.load_skill import LOAD_SKILL, load_skill_schema
+from chat_shell.tools.builtin.search_skills import SEARCH_SKILLS
 from chat_shell.tools.builtin.skill_files import (
     LIST_SKILL_FILES,
     READ_SKILL_FILE,
@@ -91,6 +94,7 @@ class TurnSession:
         stack: AsyncExitStack,
         pending_requests: PendingRequestRegistry | None = None,
         sandbox: SandboxAccess | None = None,
+        directory: SkillDirectory | None = None,
     ) -> None:
         self.request = request
         self.model = model
@@ -102,22 +106,34 @@ class TurnSession:
         self._stack = stack
         self._pending_requests = pending_requests
         self._pool: McpSessionPool | None = None
+        self._directory = directory
         self.skills = {s.name: s for s in request.skills}
         if len(self.skills) != len(request.skills):
             raise InvalidTurnRequest("two skills share a name")
+        catalog = request.catalog
+        if catalog is None:
+            catalog = [CatalogEntry(name=s.name, description=s.description) for s in request.skills]
+        self.searchable = request.skill_search
+        self._costs = {n: _cost(s) for n, s in self.skills.items()}
         self.active = ActiveSkills.restore(
             last_loaded_records(request.history),
-            costs={n: _cost(s) for n, s in self.skills.items()},
+            costs=self._costs,
             budget=request.loaded_skills_token_budget,
             turn=turn_index(request),
             retention=request.retention_turns,
             pinned=request.preload_skills,
         )
-        self._stable_prompt = render_stable_prompt(request.system_prompt, request.skills)
+        self._stable_prompt = render_stable_prompt(
+            request.system_prompt, catalog, search=self.searchable
+        )
         self._prompt_cache: tuple[tuple[str, ...], SystemMessage] | None = None
-        self.skill_names = sorted(self.skills)
-        self._load_skill_schema = load_skill_schema(self.skill_names) if self.skills else None
-        self._base_tools: list[BaseTool] = [LOAD_SKILL] if self.skills else []
+        self.skill_names = sorted({e.name for e in catalog} | set(self.skills))
+        has_skills = bool(self.skill_names) or self.searchable
+        enum = None if self.searchable else self.skill_names
+        self._load_skill_schema = load_skill_schema(enum) if has_skills else None
+        self._base_tools: list[BaseTool] = [LOAD_SKILL] if has_skills else []
+        if self.searchable:
+            self._base_tools.append(SEARCH_SKILLS)
         self._skill_tools: dict[str, asyncio.Task[list[BaseTool]]] = {}
         self._tool_skill: dict[str, str] = {}
         self.usage = Usage()
@@ -192,6 +208,29 @@ class TurnSession:
             self._load_skill_schema if t is LOAD_SKILL and self._load_skill_schema else t
             for t in self.visible_tools()
         ]
+
+    async def find_skill(self, name: str) -> bool:
+        """Whether `name` is a skill this turn may load; fetches its definition when needed.
+
+        With a full catalog only its names count; with a compact one any skill of the Ghost's,
+        as the directory knows them.
+        """
+        if name in self.skills:
+            return True
+        if self._directory is None or (not self.searchable and name not in self.skill_names):
+            return False
+        spec = await self._directory.get(name)
+        if spec is None or spec.name != name:
+            return False
+        if name not in self.skills:  # a parallel load may have fetched it meanwhile
+            self.skills[name] = spec
+            self._costs[name] = _cost(spec)
+        return True
+
+    async def search_skills(self, query: str, limit: int) -> list[SkillMatch]:
+        if self._directory is None:
+            return []
+        return await self._directory.search(query, limit)
 
     def find_tool(self, name: str) -> BaseTool | None:
         return next((t for t in self.visible_tools() if t.name == name), None)

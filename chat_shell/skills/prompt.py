@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterable, Iterator, Sequence
+from typing import Protocol
 from xml.sax.saxutils import escape, unescape
 
 from chat_shell.contracts import SkillSpec
@@ -26,6 +27,7 @@ LOADED_TAG = "skill_instructions"
 FILES_TAG = "skill_files"
 MAX_LISTED_FILES = 50
 FENCE_CHARS = 12
+SEARCH_SKILLS_TOOL = "search_skills"
 
 _CATALOG_INTRO = (
     "You have skills: packaged instructions (and sometimes tools) for specific tasks. Only their "
@@ -33,6 +35,18 @@ _CATALOG_INTRO = (
     f"`{LOAD_SKILL_TOOL}` with its name before doing the task; its full instructions then appear "
     "at the end of this prompt and its tools become available. Loaded instructions start at a "
     f'line <{LOADED_TAG} name="NAME" fence="ID"> and end only at the line '
+    f'</{LOADED_TAG} fence="ID"> with the same ID; everything between is that skill\'s text, '
+    "verbatim, even where it looks like tags."
+)
+
+_SEARCH_INTRO = (
+    "You have many skills: packaged instructions (and sometimes tools) for specific tasks. Only "
+    "a few are listed below: preloaded ones, recently used ones and the best matches for the "
+    f"latest request. When a task may need a skill not listed, call `{SEARCH_SKILLS_TOOL}` with "
+    "a short description of the task; it returns matching skills, or none when nothing fits. "
+    f"Call `{LOAD_SKILL_TOOL}` with a skill's name before doing the task; its full instructions "
+    "then appear at the end of this prompt and its tools become available. Loaded instructions "
+    f'start at a line <{LOADED_TAG} name="NAME" fence="ID"> and end only at the line '
     f'</{LOADED_TAG} fence="ID"> with the same ID; everything between is that skill\'s text, '
     "verbatim, even where it looks like tags."
 )
@@ -50,7 +64,17 @@ def _attr(value: str) -> str:
     return escape(value, {'"': "&quot;"})
 
 
-def render_catalog(skills: Iterable[SkillSpec]) -> str:
+class Listed(Protocol):
+    """What the catalog shows of a skill (a `SkillSpec` or a `CatalogEntry`)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
+
+
+def render_catalog(skills: Iterable[Listed]) -> str:
     entries = [
         f"<skill><name>{escape(s.name)}</name><description>{escape(s.description)}</description>"
         "</skill>"
@@ -59,10 +83,15 @@ def render_catalog(skills: Iterable[SkillSpec]) -> str:
     return "<available_skills>\n" + "\n".join(entries) + "\n</available_skills>"
 
 
-def render_stable_prompt(system_prompt: str, skills: Sequence[SkillSpec]) -> str:
-    """The part that never changes within a conversation: Ghost prompt and skill catalog."""
+def render_stable_prompt(
+    system_prompt: str, skills: Sequence[Listed], *, search: bool = False
+) -> str:
+    """The part that stays for the turn: Ghost prompt and skill catalog. A full catalog never
+    changes within a conversation; a compact one (`search`) follows the latest request."""
     parts = [system_prompt.strip()] if system_prompt.strip() else []
-    if skills:
+    if search:
+        parts += [_SEARCH_INTRO, render_catalog(skills)]
+    elif skills:
         parts += [_CATALOG_INTRO, render_catalog(skills)]
     return "\n\n".join(parts)
 

@@ -14,8 +14,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0004"
-# TODO(merge): re-point to "0003_skill_search" once that migration is on the branch.
-down_revision: str | None = "0002"
+down_revision: str | None = "0003"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

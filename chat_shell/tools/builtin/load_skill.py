@@ -6,7 +6,9 @@ result stays short and a repeat call never repeats the text.
 
 One tool object serves every turn (registered once in the shared graph, so LangGraph analyses
 it once); it finds its turn through the injected runtime. What differs per turn, the enum of
-skill names, lives in the schema shown to the model (`load_skill_schema`).
+skill names, lives in the schema shown to the model (`load_skill_schema`). When the catalog
+lists only part of the Ghost's skills (`search_skills` is offered), the name is a plain string,
+checked against the Ghost's skills when the tool runs.
 """
 
 # No `from __future__ import annotations` here: LangChain resolves the tool function's type hints
@@ -27,6 +29,12 @@ DESCRIPTION = (
     "system prompt from your next step on, and its tools become available. Load a skill before "
     "doing a task it covers; loading an active skill again is harmless."
 )
+SEARCH_DESCRIPTION = (
+    "Load a skill by its exact name, as listed in <available_skills> or returned by "
+    "search_skills. Its full instructions appear in the system prompt from your next step on, and "
+    "its tools become available. Load a skill before doing a task it covers; loading an active "
+    "skill again is harmless."
+)
 
 
 class SkillHost(Protocol):
@@ -36,7 +44,16 @@ class SkillHost(Protocol):
 
     @property
     def skill_names(self) -> Sequence[str]:
-        """The names the Ghost may load, sorted."""
+        """The names the catalog lists, sorted."""
+        ...
+
+    @property
+    def searchable(self) -> bool:
+        """Whether the catalog lists only part of the Ghost's skills (search_skills finds more)."""
+        ...
+
+    async def find_skill(self, name: str) -> bool:
+        """Whether the Ghost has a skill `name` it may load (fetching its definition if needed)."""
         ...
 
     async def prepare_skill(self, name: str) -> list[str]:
@@ -55,7 +72,11 @@ class HostContext(Protocol):
 
 async def load_skill(host: SkillHost, skill_name: str) -> str:
     """Activate a skill for `host`; the tool result text. Unknown names raise `ToolException`."""
-    if skill_name not in host.skill_names:
+    if not await host.find_skill(skill_name):
+        if host.searchable:
+            raise ToolException(
+                f"Unknown skill {skill_name!r}. Call search_skills to find the right name."
+            )
         available = ", ".join(host.skill_names)
         raise ToolException(f"Unknown skill {skill_name!r}. Available skills: {available}.")
     if skill_name in host.active:
@@ -88,13 +109,14 @@ def _parameters(skill_names: Sequence[str] | None) -> dict[str, Any]:
     return {"type": "object", "properties": {"skill_name": name}, "required": ["skill_name"]}
 
 
-def load_skill_schema(skill_names: Sequence[str]) -> dict[str, Any]:
-    """The tool as the model sees it (OpenAI function format), the names as an enum."""
+def load_skill_schema(skill_names: Sequence[str] | None) -> dict[str, Any]:
+    """The tool as the model sees it (OpenAI function format): the names as an enum, or with
+    None (the catalog is partial) a plain string."""
     return {
         "type": "function",
         "function": {
             "name": LOAD_SKILL_TOOL,
-            "description": DESCRIPTION,
+            "description": DESCRIPTION if skill_names is not None else SEARCH_DESCRIPTION,
             "parameters": _parameters(skill_names),
         },
     }

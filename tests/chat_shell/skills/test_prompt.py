@@ -143,3 +143,16 @@ def test_the_rendered_prompt_parses_back_for_the_offline_model() -> None:
 
     assert parse_catalog(prompt) == {"a<b": "x & y", 'q"': "z"}
     assert parse_loaded_names(prompt) == ['q"']
+
+
+def test_a_compact_catalog_says_it_is_partial_and_names_search_skills() -> None:
+    from chat_shell.contracts import CatalogEntry
+    from chat_shell.skills.prompt import parse_catalog, render_stable_prompt
+
+    entries = [CatalogEntry(name="tides", description="Predict <tides>.")]
+    prompt = render_stable_prompt("You help.", entries, search=True)
+    assert "search_skills" in prompt and "Only a few are listed" in prompt
+    assert parse_catalog(prompt) == {"tides": "Predict <tides>."}
+    # Even with no match at all, the model is told it can search.
+    assert "search_skills" in render_stable_prompt("You help.", [], search=True)
+    assert "search_skills" not in render_stable_prompt("You help.", entries)

@@ -1,0 +1,187 @@
+"""The skills of a turn at any catalog size: the catalog it lists, the skills it starts with in
+full, and the directory (chat_shell's `SkillDirectory`) that finds and fetches the others.
+
+A turn reads catalog fields from `skill_search` only, and never more rows than the catalog
+budget could hold: when the Ghost's enabled skills fit its budget the catalog lists them all
+(as it always did); when they do not, it lists the preloaded and recently used skills and the
+best matches for the user's message, and the model gets `search_skills`. Full definitions
+(instructions, tools) are read for the skills a turn starts with and for each skill it loads,
+through `SkillSpecCache`, keyed by the package's content hash.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from backend.chat.builder import skill_spec
+from backend.db.models import SYSTEM_USER_ID, Kind, SkillSearch
+from backend.errors import SkillhiveError
+from backend.skills.search.engine import search
+from backend.skills.search.index import ENTRY_OVERHEAD_CHARS
+from backend.skills.search.selection import GhostSkills
+from chat_shell.contracts import CatalogEntry, SkillMatch, SkillSpec
+
+COMPACT_MATCHES = 5  # best matches for the user's message in a compact catalog
+CHARS_PER_TOKEN = 4  # chat_shell's estimate (chat_shell/offline.py)
+_MIN_ENTRY_CHARS = ENTRY_OVERHEAD_CHARS + 2
+
+
+@dataclass(frozen=True)
+class TurnSkills:
+    catalog: list[CatalogEntry]
+    specs: list[SkillSpec]  # the skills the turn starts with, in full
+    search: bool  # the catalog is compact: search_skills finds the rest
+    uses_secrets: bool  # one of the Ghost's skills names a user secret in its MCP servers
+
+
+class SkillSpecCache:
+    """Full skill definitions by content hash (and trust: public skills may run code).
+
+    Content-addressed like the package cache, so an entry is never stale: a re-upload has a new
+    hash. Shared by all turns of a process.
+    """
+
+    def __init__(self, max_entries: int = 1024) -> None:
+        self._entries: OrderedDict[tuple[str, bool], SkillSpec] = OrderedDict()
+        self._max = max_entries
+        self.hits = 0
+        self.misses = 0
+
+    async def get(
+        self, session: AsyncSession, kind_id: int, sha256: str, public: bool
+    ) -> SkillSpec:
+        key = (sha256, public)
+        cached = self._entries.get(key)
+        if cached is not None:
+            self._entries.move_to_end(key)
+            self.hits += 1
+            return cached
+        self.misses += 1
+        crd = await session.scalar(select(Kind.json).where(Kind.id == kind_id))
+        if crd is None:  # deleted since the index was read
+            raise SkillhiveError("the skill was deleted meanwhile", code="skill_not_found")
+        spec = skill_spec(crd)
+        if crd["status"].get("sha256") == sha256:  # not replaced since the index was read
+            self._entries[key] = spec
+            if len(self._entries) > self._max:
+                self._entries.popitem(last=False)
+        return spec
+
+
+_ENTRY_COLUMNS = (
+    SkillSearch.kind_id,
+    SkillSearch.user_id,
+    SkillSearch.name,
+    SkillSearch.description,
+    SkillSearch.sha256,
+)
+
+
+def _entry(row: Any) -> CatalogEntry:
+    return CatalogEntry(name=row.name, description=row.description)
+
+
+async def _budget_and_secrets(
+    session: AsyncSession, source: GhostSkills, budget_tokens: int
+) -> tuple[bool, bool]:
+    """(whether the full catalog fits the budget, whether a skill names a user secret), in one
+    query that reads at most as many rows as the budget could hold."""
+    where = source.condition()
+    budget_chars = budget_tokens * CHARS_PER_TOKEN
+    most = budget_chars // _MIN_ENTRY_CHARS
+    sizes = select(SkillSearch.catalog_chars.label("chars")).where(where).limit(most + 1).subquery()
+    secret = select(SkillSearch.kind_id).where(where, SkillSearch.uses_secrets.is_(True)).limit(1)
+    count, total, secrets = (
+        await session.execute(
+            select(
+                func.count(),
+                func.coalesce(func.sum(sizes.c.chars), 0),
+                secret.exists().select().scalar_subquery(),
+            ).select_from(sizes)
+        )
+    ).one()
+    return bool(count <= most and total <= budget_chars), bool(secrets)
+
+
+async def _specs(
+    session: AsyncSession, cache: SkillSpecCache, rows: Sequence[Any]
+) -> list[SkillSpec]:
+    return [
+        await cache.get(session, r.kind_id, r.sha256, r.user_id == SYSTEM_USER_ID) for r in rows
+    ]
+
+
+async def turn_skills(
+    session: AsyncSession,
+    source: GhostSkills,
+    cache: SkillSpecCache,
+    *,
+    budget_tokens: int,
+    message: str,
+    wanted: Sequence[str],
+    threshold: float,
+) -> TurnSkills:
+    """The catalog and starting skills of a turn; `wanted` are the preloaded and recently used
+    skills, which start in full."""
+    where = source.condition()
+    fits, secrets = await _budget_and_secrets(session, source, budget_tokens)
+    if fits:
+        rows = (
+            await session.execute(select(*_ENTRY_COLUMNS).where(where).order_by(SkillSearch.name))
+        ).all()
+        started = [r for r in rows if r.name in set(wanted)]
+        specs = await _specs(session, cache, started)
+        return TurnSkills([_entry(r) for r in rows], specs, False, secrets)
+    started = []
+    if wanted:
+        stmt = select(*_ENTRY_COLUMNS).where(where, SkillSearch.name.in_(list(set(wanted))))
+        started = list((await session.execute(stmt.order_by(SkillSearch.name))).all())
+    entries = {r.name: _entry(r) for r in started}
+    for hit in await search(session, source, message, limit=COMPACT_MATCHES, threshold=threshold):
+        entries.setdefault(hit.name, CatalogEntry(name=hit.name, description=hit.description))
+    specs = await _specs(session, cache, started)
+    return TurnSkills(list(entries.values()), specs, True, secrets)
+
+
+class GhostSkillDirectory:
+    """chat_shell's `SkillDirectory` for one turn's Ghost: the API's search, the Ghost's skills.
+
+    Each call opens its own short session: no connection is held while the turn runs.
+    """
+
+    def __init__(
+        self,
+        sessionmaker: async_sessionmaker[AsyncSession],
+        source: GhostSkills,
+        cache: SkillSpecCache,
+        *,
+        threshold: float,
+    ) -> None:
+        self._sessionmaker = sessionmaker
+        self._source = source
+        self._cache = cache
+        self._threshold = threshold
+
+    async def search(self, query: str, limit: int) -> list[SkillMatch]:
+        async with self._sessionmaker() as session:
+            hits = await search(
+                session, self._source, query, limit=limit, threshold=self._threshold
+            )
+        return [
+            SkillMatch(name=h.name, namespace=h.namespace, description=h.description, score=h.score)
+            for h in hits
+        ]
+
+    async def get(self, name: str) -> SkillSpec | None:
+        async with self._sessionmaker() as session:
+            stmt = select(*_ENTRY_COLUMNS).where(self._source.condition(), SkillSearch.name == name)
+            row = (await session.execute(stmt.limit(1))).first()
+            if row is None:
+                return None
+            return (await _specs(session, self._cache, [row]))[0]

@@ -1,0 +1,147 @@
+"""Which skills a search or a Ghost covers, as one SQL condition over `skill_search`.
+
+A Ghost's skills are the names it lists (each the owner's skill in the Ghost's namespace, else
+the public one), the owner's skills in that namespace whose labels match `skillSelector`, and with
+`includePublicSkills` the public skills (those matching the selector when one is given). An own
+skill shadows the public skill of its name. A public Ghost sees public skills only. Only enabled
+skills bound to the Chat shell count. Tenancy is part of the condition itself: no other user's
+row can ever match it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, Literal
+
+from sqlalchemy import and_, exists, false, not_, or_, select, true
+from sqlalchemy.orm import aliased
+from sqlalchemy.sql.elements import ColumnElement
+
+from backend.db.models import SYSTEM_USER_ID, SkillLabel, SkillSearch
+from backend.kinds.store import Scope
+
+PUBLIC_SKILLS = Scope(SYSTEM_USER_ID, "default")
+Operator = Literal["In", "NotIn", "Exists", "DoesNotExist"]
+
+
+@dataclass(frozen=True)
+class Requirement:
+    key: str
+    operator: Operator
+    values: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class LabelSelector:
+    """A Kubernetes label selector; an empty one matches every skill."""
+
+    match_labels: Mapping[str, str] = field(default_factory=dict)
+    match_expressions: tuple[Requirement, ...] = ()
+
+    @classmethod
+    def from_crd(cls, raw: Mapping[str, Any] | None) -> LabelSelector | None:
+        """From a Ghost's `spec.skillSelector` (already validated); None when absent."""
+        if raw is None:
+            return None
+        expressions = tuple(
+            Requirement(e["key"], e["operator"], tuple(e.get("values") or ()))
+            for e in raw.get("matchExpressions") or ()
+        )
+        return cls(dict(raw.get("matchLabels") or {}), expressions)
+
+    def condition(self) -> ColumnElement[bool]:
+        parts: list[ColumnElement[bool]] = []
+        for key, value in sorted(self.match_labels.items()):
+            parts.append(_has_label(key, [value]))
+        for req in self.match_expressions:
+            if req.operator == "In":
+                parts.append(_has_label(req.key, req.values))
+            elif req.operator == "NotIn":  # as in Kubernetes: a skill without the key matches
+                parts.append(not_(_has_label(req.key, req.values)))
+            elif req.operator == "Exists":
+                parts.append(_has_label(req.key, None))
+            else:
+                parts.append(not_(_has_label(req.key, None)))
+        return and_(true(), *parts)
+
+
+def _has_label(key: str, values: Sequence[str] | None) -> ColumnElement[bool]:
+    stmt = select(SkillLabel.kind_id).where(
+        SkillLabel.kind_id == SkillSearch.kind_id, SkillLabel.key == key
+    )
+    if values is not None:
+        stmt = stmt.where(SkillLabel.value.in_(list(values)))
+    return exists(stmt)
+
+
+def _in_scope(scope: Scope) -> ColumnElement[bool]:
+    return and_(SkillSearch.user_id == scope.user_id, SkillSearch.namespace == scope.namespace)
+
+
+@dataclass(frozen=True)
+class GhostSkills:
+    """The skills of one Ghost: listed by name, selected by label, or all public ones."""
+
+    owner: Scope
+    names: tuple[str, ...] = ()
+    selector: LabelSelector | None = None
+    include_public: bool = False
+
+    @classmethod
+    def from_crd(cls, owner: Scope, ghost: Mapping[str, Any]) -> GhostSkills:
+        spec = ghost["spec"]
+        return cls(
+            owner=owner,
+            names=tuple(spec.get("skills", [])),
+            selector=LabelSelector.from_crd(spec.get("skillSelector")),
+            include_public=bool(spec.get("includePublicSkills", False)),
+        )
+
+    @property
+    def is_public_ghost(self) -> bool:
+        return self.owner.user_id == SYSTEM_USER_ID
+
+    def condition(self) -> ColumnElement[bool]:
+        return self._condition
+
+    @cached_property
+    def _condition(self) -> ColumnElement[bool]:  # built once: a turn uses it several times
+        public = _in_scope(PUBLIC_SKILLS)
+        uses_public = bool(self.names) or self.include_public or self.is_public_ghost
+        if uses_public and not self.is_public_ghost:
+            own = aliased(SkillSearch)
+            shadowed = exists(
+                select(own.kind_id).where(
+                    own.user_id == self.owner.user_id,
+                    own.namespace == self.owner.namespace,
+                    own.name == SkillSearch.name,
+                )
+            )
+            public = and_(public, not_(shadowed))
+        parts: list[ColumnElement[bool]] = []
+        if self.names:
+            sources = public if self.is_public_ghost else or_(_in_scope(self.owner), public)
+            parts.append(and_(SkillSearch.name.in_(self.names), sources))
+        chosen = self.selector.condition() if self.selector is not None else None
+        if chosen is not None and not self.is_public_ghost:
+            parts.append(and_(_in_scope(self.owner), chosen))
+        if self.include_public or (chosen is not None and self.is_public_ghost):
+            parts.append(public if chosen is None else and_(public, chosen))
+        if not parts:
+            return false()
+        return and_(SkillSearch.enabled.is_(True), SkillSearch.chat.is_(True), or_(*parts))
+
+
+@dataclass(frozen=True)
+class ReadableSkills:
+    """Every skill a user may read: their own, in any namespace, and the public ones."""
+
+    user_id: int
+
+    def condition(self) -> ColumnElement[bool]:
+        return or_(SkillSearch.user_id == self.user_id, _in_scope(PUBLIC_SKILLS))
+
+
+SkillSource = GhostSkills | ReadableSkills

@@ -1,0 +1,85 @@
+"""What a turn reads of a Ghost's skills: catalog fields, and in full only those it starts with."""
+
+from __future__ import annotations
+
+import httpx
+from fastapi import FastAPI
+
+from backend.chat.catalog import SkillSpecCache, turn_skills
+from backend.kinds.store import Scope
+from backend.skills.search.selection import GhostSkills
+from tests.backend.api.skill_helpers import upload
+from tests.conftest import Account
+from tests.support import zips
+
+SKILLS = {
+    "tides": "Predict the tides of a harbour.",
+    "avalanche": "Rate avalanche danger on a snowy slope.",
+    "charts": "Draw charts of numbers.",
+    "vault": "Open the vault.",
+}
+
+
+async def skills(client: httpx.AsyncClient, alice: Account) -> None:
+    for name, description in SKILLS.items():
+        extra = ""
+        if name == "vault":
+            extra = (
+                "mcpServers:\n  safe:\n    url: https://vault.example/mcp\n"
+                "    headers:\n      Authorization: 'Bearer ${{secrets.VAULT}}'\n"
+            )
+        data = zips.skill(name, description=description, extra=extra)
+        assert (await upload(client, alice.headers, data)).status_code == 201
+
+
+async def test_within_budget_all_are_listed_and_only_the_wanted_are_read_in_full(
+    app: FastAPI, client: httpx.AsyncClient, alice: Account
+) -> None:
+    await skills(client, alice)
+    source = GhostSkills.from_crd(Scope(alice.id, "dev"), {"spec": {"skillSelector": {}}})
+    cache = SkillSpecCache()
+    async with app.state.sessionmaker() as session:
+        turn = await turn_skills(
+            session,
+            source,
+            cache,
+            budget_tokens=4000,
+            message="how high is the tide?",
+            wanted=["charts", "missing"],
+            threshold=0.25,
+        )
+        again = await turn_skills(
+            session,
+            source,
+            cache,
+            budget_tokens=4000,
+            message="x",
+            wanted=["charts"],
+            threshold=0.25,
+        )
+    assert not turn.search and turn.uses_secrets
+    assert [e.name for e in turn.catalog] == sorted(SKILLS)
+    assert [s.name for s in turn.specs] == ["charts"] and "Do the thing" in turn.specs[0].prompt
+    assert again.specs == turn.specs and (cache.misses, cache.hits) == (1, 1)
+
+
+async def test_over_budget_the_catalog_is_wanted_skills_and_best_matches(
+    app: FastAPI, client: httpx.AsyncClient, alice: Account
+) -> None:
+    await skills(client, alice)
+    source = GhostSkills.from_crd(
+        Scope(alice.id, "dev"), {"spec": {"skills": ["charts", "avalanche"]}}
+    )
+    async with app.state.sessionmaker() as session:
+        turn = await turn_skills(
+            session,
+            source,
+            SkillSpecCache(),
+            budget_tokens=10,
+            message="is the snowy slope safe?",
+            wanted=["charts"],
+            threshold=0.25,
+        )
+    assert turn.search and not turn.uses_secrets  # the vault is not one of this Ghost's
+    assert [e.name for e in turn.catalog] == ["charts", "avalanche"]
+    assert [s.name for s in turn.specs] == ["charts"]
