@@ -30,7 +30,7 @@ from backend.api.routes import (
 )
 from backend.auth import service as auth_service
 from backend.auth.tokens import MIN_BOOTSTRAP_TOKEN_LENGTH
-from backend.chat.runtime import ChatRuntime, socketio_server
+from backend.chat.runtime import ChatRuntime
 from backend.chat.sandbox import create_sandbox
 from backend.config import Settings, get_settings, unknown_env_variables
 from backend.db.engine import create_engine, create_sessionmaker
@@ -38,6 +38,7 @@ from backend.redis_client import create_redis
 from backend.secrets.cipher import load_cipher
 from backend.skills.builtin import sync_builtin_skills
 from backend.ws.chat_namespace import ChatNamespace
+from backend.ws.server import socketio_server
 
 log = logging.getLogger("skillhive")
 

@@ -77,6 +77,7 @@ class CatalogEntry(_Model):
 
     name: str = Field(min_length=1)
     description: str = ""
+    public: bool = False  # an admin's skill: may run scripts in the sandbox by default
 
 
 class SkillMatch(_Model):

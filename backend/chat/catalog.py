@@ -84,7 +84,8 @@ _ENTRY_COLUMNS = (
 
 
 def _entry(row: Any) -> CatalogEntry:
-    return CatalogEntry(name=row.name, description=row.description)
+    public = row.user_id == SYSTEM_USER_ID
+    return CatalogEntry(name=row.name, description=row.description, public=public)
 
 
 async def _budget_and_secrets(

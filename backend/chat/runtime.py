@@ -26,7 +26,6 @@ from backend.chat.stream import RedisStreamDispatcher
 from backend.chat.turns import TurnRunner
 from backend.config import Settings
 from backend.ws.rooms import SocketIOFrontendChannel, SocketIOSink
-from backend.ws.server import SocketServer
 from chat_shell.sandbox import BubblewrapSandbox
 from chat_shell.tools.pending_requests import (
     InMemoryPendingRequestRegistry,
@@ -35,11 +34,6 @@ from chat_shell.tools.pending_requests import (
 )
 
 DEFAULT_TITLE = "New conversation"
-
-
-def socketio_server(settings: Settings) -> SocketServer:
-    manager = socketio.AsyncRedisManager(settings.redis_url) if settings.redis_url else None
-    return SocketServer(settings, client_manager=manager)
 
 
 class ChatRuntime:

@@ -170,3 +170,9 @@ class SocketServer(socketio.AsyncServer):  # type: ignore[misc]
             packet.ACK, namespace=namespace, id=id, data=[{"ok": False, **error.to_dict()}]
         )
         await self._send_packet(eio_sid, ack)
+
+
+def socketio_server(settings: Settings) -> SocketServer:
+    """The gateway's Socket.IO server; with Redis, rooms span every gateway."""
+    manager = socketio.AsyncRedisManager(settings.redis_url) if settings.redis_url else None
+    return SocketServer(settings, client_manager=manager)

@@ -143,7 +143,9 @@ class TurnSession:
             self.emit(notice)
         self.skill_files = SkillFileReader(package_source, request.skill_file_read_bytes)
         self.skill_runner = (
-            SkillRunner(sandbox, package_source, stack) if sandbox and self.skills else None
+            SkillRunner(sandbox, package_source, stack)
+            if sandbox and (self.skill_names or self.searchable)
+            else None
         )
 
     def emit(self, event: Event) -> None:
@@ -164,7 +166,12 @@ class TurnSession:
     async def start(self) -> None:
         """Connect the Ghost's MCP servers and set up the tools of skills active from the start."""
         self._base_tools += await self._connect_mcp(self.request.mcp_servers)
-        if self.skill_runner and await self.skill_runner.offered(self.request.skills):
+        runnable: list[SkillSpec | CatalogEntry] = [
+            *self.request.skills,
+            *(self.request.catalog or []),
+        ]
+        runner = self.skill_runner
+        if runner and await runner.offered(runnable, searchable=self.searchable):
             self._base_tools.append(SKILL_RUN)
         await asyncio.gather(*(self.prepare_skill(n) for n in self.active.names()))
 

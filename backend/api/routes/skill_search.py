@@ -13,6 +13,7 @@ from fastapi import APIRouter, Depends, Query
 from pydantic import BaseModel
 
 from backend.api.deps import CurrentUser, SessionDep, SettingsDep
+from backend.api.errors import errors
 from backend.api.resources import own_scope
 from backend.ghosts import PUBLIC_GHOSTS
 from backend.ghosts.resolve import ghost_skills
@@ -62,7 +63,7 @@ def _public_ghost_scope(_: CurrentUser) -> Scope:
 router = APIRouter(tags=["skill search"])
 
 
-@router.get("/skills/search")
+@router.get("/skills/search", responses=errors(422))
 async def search_readable_skills(
     user: CurrentUser,
     session: SessionDep,
@@ -74,7 +75,7 @@ async def search_readable_skills(
     return await _run(session, settings, ReadableSkills(user.id), q, limit)
 
 
-@router.get("/namespaces/{namespace}/ghosts/{name}/skills/search")
+@router.get("/namespaces/{namespace}/ghosts/{name}/skills/search", responses=errors(404, 422))
 async def search_ghost_skills(
     name: str,
     scope: Annotated[Scope, Depends(own_scope)],
@@ -88,7 +89,7 @@ async def search_ghost_skills(
     return await _run(session, settings, ghost_skills(scope, ghost), q, limit)
 
 
-@router.get("/public/ghosts/{name}/skills/search")
+@router.get("/public/ghosts/{name}/skills/search", responses=errors(404, 422))
 async def search_public_ghost_skills(
     name: str,
     scope: Annotated[Scope, Depends(_public_ghost_scope)],

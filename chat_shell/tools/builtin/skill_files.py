@@ -19,7 +19,7 @@ injected runtime, and the turn's `SkillFileReader` keeps each opened package for
 import asyncio
 import json
 import mimetypes
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, cast
 
 from langchain.tools import ToolRuntime
@@ -88,7 +88,8 @@ class SkillFilesHost(Protocol):
     """What the file tools need from the turn."""
 
     active: ActiveSkills
-    skills: Mapping[str, SkillSpec]
+    skills: Mapping[str, SkillSpec]  # the turn's skills fetched in full so far
+    skill_names: Sequence[str]  # every skill of the Ghost (catalog and search included)
     skill_files: SkillFileReader
 
 
@@ -99,9 +100,9 @@ class HostContext(Protocol):
 
 def _active_package_skill(host: SkillFilesHost, skill: object) -> tuple[str, str]:
     """(name, sha256) of an active skill with a package; every refusal a `ToolException`."""
-    if not isinstance(skill, str) or skill not in host.skills:
+    if not isinstance(skill, str) or (skill not in host.skills and skill not in host.skill_names):
         raise ToolException(f"Unknown skill {skill!r}.")
-    if skill not in host.active:
+    if skill not in host.active or skill not in host.skills:
         raise ToolException(f"Skill {skill!r} is not active: load it with load_skill first.")
     sha256 = host.skills[skill].sha256
     if sha256 is None:

@@ -22,7 +22,7 @@ from typing import Any, Protocol, cast
 from langchain.tools import ToolRuntime
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 
-from chat_shell.contracts import SkillSpec
+from chat_shell.contracts import CatalogEntry, SkillSpec
 from chat_shell.ports import PackageSource
 from chat_shell.sandbox import Sandbox, SandboxResult, SandboxRun, SandboxUnavailable, Workspace
 from chat_shell.skills.active import ActiveSkills
@@ -66,13 +66,16 @@ class SkillRunner:
         self._workspace: Workspace | None = None
         self._lock = asyncio.Lock()
 
-    async def offered(self, skills: Sequence[SkillSpec]) -> bool:
-        """Whether to show the tool: the sandbox works and some skill may run in it."""
-        if not any(self.may_run(s) for s in skills):
+    async def offered(
+        self, skills: Sequence[SkillSpec | CatalogEntry], *, searchable: bool
+    ) -> bool:
+        """Whether to show the tool: the sandbox works and some skill may run in it (with a
+        compact catalog, skills found by search may: the tool is offered)."""
+        if not searchable and not any(self.may_run(s) for s in skills):
             return False
         return (await self._access.sandbox.availability()).available
 
-    def may_run(self, skill: SkillSpec) -> bool:
+    def may_run(self, skill: SkillSpec | CatalogEntry) -> bool:
         return skill.public or self._access.user_skills
 
     async def run(
@@ -132,7 +135,8 @@ class SkillRunHost(Protocol):
     """What skill_run needs from the turn."""
 
     active: ActiveSkills
-    skills: Mapping[str, SkillSpec]
+    skills: Mapping[str, SkillSpec]  # the turn's skills fetched in full so far
+    skill_names: Sequence[str]  # every skill of the Ghost (catalog and search included)
     skill_runner: SkillRunner | None
 
 
@@ -152,10 +156,10 @@ async def skill_run(
     runner = host.skill_runner
     if runner is None:
         raise ToolException("Running commands is not available in this conversation.")
-    spec = host.skills.get(skill)
-    if spec is None:
+    if skill not in host.skills and skill not in host.skill_names:
         raise ToolException(f"Unknown skill {skill!r}.")
-    if skill not in host.active:
+    spec = host.skills.get(skill)
+    if spec is None or skill not in host.active:
         raise ToolException(f"Skill {skill!r} is not active: load it with load_skill first.")
     if not runner.may_run(spec):
         raise ToolException(

@@ -216,6 +216,20 @@ async def _accounts(c: httpx.AsyncClient, alice: Account, admin: Account) -> Non
     expect(await c.get("/readyz"), 200)
 
 
+async def _search(c: httpx.AsyncClient, alice: Account, admin: Account) -> None:
+    h = alice.headers
+    expect(await c.get(f"{API}/skills/search?q=tool", headers=h), 200)
+    expect(await c.get(f"{API}/skills/search", headers=h), 422)
+    expect(await c.post(f"{NS}/ghosts", json=ghost("finder"), headers=h), 201)
+    expect(await c.get(f"{NS}/ghosts/finder/skills/search?q=x", headers=h), 200)
+    expect(await c.get(f"{NS}/ghosts/nope/skills/search?q=x", headers=h), 404)
+    expect(await c.get(f"{NS}/ghosts/finder/skills/search", headers=h), 422)
+    expect(await c.post(f"{PUBLIC}/ghosts", json=ghost("finder"), headers=admin.headers), 201)
+    expect(await c.get(f"{PUBLIC}/ghosts/finder/skills/search?q=x", headers=h), 200)
+    expect(await c.get(f"{PUBLIC}/ghosts/nope/skills/search?q=x", headers=h), 404)
+    expect(await c.get(f"{PUBLIC}/ghosts/finder/skills/search?q=x&limit=0", headers=h), 422)
+
+
 async def _chat(c: httpx.AsyncClient, alice: Account, openai_server: FakeOpenAIServer) -> None:
     setup = await make_setup(c, alice, openai_server)
     h = alice.headers
@@ -293,6 +307,7 @@ async def test_every_documented_status_is_answered_with_its_documented_body(
     await _ghosts(client, f"{PUBLIC}/ghosts", admin, alice)
     await _apply(client, alice, monkeypatch)
     await _chat(client, alice, openai_server)
+    await _search(client, alice, admin)
     for method, url in _each_operation(contract):
         if url.startswith(API):
             assert_error(await client.request(method, url), 401, "missing_token")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,7 +13,8 @@ from sqlalchemy import create_engine, text
 from backend.db.engine import sync_url
 from backend.db.migrate import alembic_config, schema_differences, upgrade
 from backend.db.models import SYSTEM_USER_ID
-from tests.support import services
+from backend.skills.package import read_package
+from tests.support import services, zips
 
 
 @pytest.fixture
@@ -88,6 +90,12 @@ def test_skill_versions_cascade_with_their_kind_and_keep_their_blob(empty_databa
         engine.dispose()
 
 
+def stored_skill_json(name: str) -> str:
+    """A Skill CRD as the API stores it (later migrations index the stored rows)."""
+    crd = read_package(zips.skill(name)).to_crd()
+    return json.dumps(crd.model_dump(mode="json", by_alias=True, exclude_none=True))
+
+
 def test_existing_packages_become_version_one_with_one_blob_per_hash(empty_database: str) -> None:
     upgrade(empty_database, "0002")
     engine = create_engine(sync_url(empty_database))
@@ -98,10 +106,10 @@ def test_existing_packages_become_version_one_with_one_blob_per_hash(empty_datab
                     text(
                         "INSERT INTO kinds (id, user_id, kind, namespace, name, json, is_active,"
                         " resource_version, created_at, updated_at) VALUES (:id, 0, 'Skill',"
-                        " 'default', :name, '{\"n\": 1}', true, 1, CURRENT_TIMESTAMP,"
+                        " 'default', :name, :json, true, 1, CURRENT_TIMESTAMP,"
                         " CURRENT_TIMESTAMP)"
                     ),
-                    {"id": kind_id, "name": name},
+                    {"id": kind_id, "name": name, "json": stored_skill_json(name)},
                 )
                 conn.execute(
                     text(

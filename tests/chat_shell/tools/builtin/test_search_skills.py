@@ -67,7 +67,7 @@ async def test_search_results_can_be_loaded_though_the_catalog_did_not_list_them
     assert "enum" not in first.tool_schema("load_skill")["parameters"]["properties"]["skill_name"]
     result = second.messages[-1].text
     assert "avalanche: Rate avalanche danger" in result and "load_skill" in result
-    assert '<skill name="avalanche">' in third.system
+    assert '<skill_instructions name="avalanche"' in third.system
     assert directory.queries == [("avalanche slope", 5)]
     assert directory.fetched == ["avalanche"]
 
@@ -112,6 +112,6 @@ async def test_skills_given_in_full_start_active_without_the_directory() -> None
     turn = compact(skills=[SKILLS[1]], preload_skills=["avalanche"])
     model = FakeToolChatModel(script=[say("Safe.")])
     events = await run(turn, model, directory)
-    assert '<skill name="avalanche">' in model.calls[0].system
+    assert '<skill_instructions name="avalanche"' in model.calls[0].system
     assert [s.name for s in done(events).loaded_skills] == ["avalanche"]
     assert directory.fetched == []

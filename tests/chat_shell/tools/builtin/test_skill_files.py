@@ -60,6 +60,7 @@ class Host:
     active: ActiveSkills
     skill_files: SkillFileReader
     source: InMemoryPackageSource = field(default_factory=InMemoryPackageSource)
+    skill_names: list[str] = field(default_factory=list)  # the Ghost's skills by name
 
 
 def host(
@@ -75,7 +76,7 @@ def host(
     state = ActiveSkills(dict.fromkeys(skills, 1), budget=100, turn=0)
     for name in active:
         state.load(name)
-    return Host(skills, state, SkillFileReader(source, cap), source)
+    return Host(skills, state, SkillFileReader(source, cap), source, sorted(skills))
 
 
 async def read(h: Host, path: str, **args: Any) -> dict[str, Any]:
