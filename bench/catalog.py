@@ -137,7 +137,7 @@ async def ghost_turn(
         "spec": {"systemPrompt": "You help.", "skillSelector": {}},
     }
     async with sessionmaker() as session:
-        await ghosts.create(session, Scope(user_id, namespace), body)
+        await ghosts.create(session, Scope(user_id, namespace), body, caller_id=user_id)
         conversation = await conversations.create(session, user_id, f"{namespace}/helper", "bench")
         message = await conversations.add_user_message(session, conversation, MESSAGE)
         await session.commit()

@@ -78,9 +78,8 @@ def idf(df: int, n: int) -> float:
 
 
 def _pg_match(stems: Sequence[str]) -> ColumnElement[bool]:
-    query = " | ".join(f"'{s}'" for s in stems)  # stems are letters and digits only
-    tsquery = func.to_tsquery(literal_column("'simple'::regconfig"), query)
-    return literal_column("skill_search.document").op("@@")(tsquery)
+    query = " | ".join(f"''{s}''" for s in stems)  # stems are letters and digits only
+    return literal_column(f"skill_search.document @@ to_tsquery('simple'::regconfig, '{query}')")
 
 
 def _fts_rows(stems: Sequence[str]) -> Select[Any]:
@@ -131,31 +130,24 @@ async def _candidates(
     dialect: str,
     where: ColumnElement[bool],
     stems: Sequence[str],
+    scored: Sequence[str],
     *,
     ranked: bool,
 ) -> Sequence[Any]:
     """Rows matching any of `stems`: all of them, or (`ranked`) the engine's best among those
-    matching in name, tags, "when to use" or description."""
-    columns = [
-        SkillSearch.kind_id,
-        SkillSearch.user_id,
-        SkillSearch.namespace,
-        SkillSearch.name,
-        SkillSearch.description,
-        *_TERM_COLUMNS,
-    ]
+    matching in name, tags, "when to use" or description; each with `_presence(scored)`."""
     if not ranked:
-        stmt = select(*columns).where(where, _contains(dialect, stems))
-        return (await session.execute(stmt.limit(SCORE_ALL))).all()
-    if dialect == "postgresql":
+        ids = select(SkillSearch.kind_id).where(where, _contains(dialect, stems)).limit(SCORE_ALL)
+    elif dialect == "postgresql":
         query = " | ".join(f"'{s}'" for s in stems)
         tsquery = func.to_tsquery(literal_column("'simple'::regconfig"), query)
         head: Any = literal_column("skill_search.head")
         rank = func.ts_rank(literal_column(f"'{_PG_WEIGHTS}'::float4[]"), head, tsquery)
-        stmt = (
-            select(*columns)
+        ids = (
+            select(SkillSearch.kind_id)
             .where(where, head.op("@@")(tsquery))
             .order_by(rank.desc(), SkillSearch.name)
+            .limit(CANDIDATES)
         )
     else:
         fts = table("skill_search_fts")
@@ -168,13 +160,46 @@ async def _candidates(
             .where(literal_column("skill_search_fts").op("MATCH")(_fts_match(stems, head=True)))
             .subquery()
         )
-        stmt = (
-            select(*columns)
+        ids = (
+            select(SkillSearch.kind_id)
             .join(found, found.c.rid == SkillSearch.kind_id)
             .where(where)
             .order_by(found.c.rank, SkillSearch.name)
+            .limit(CANDIDATES)
         )
-    return (await session.execute(stmt.limit(CANDIDATES))).all()
+    # The term fields are tested only for the rows chosen: the database would otherwise test
+    # every matching row before sorting. Their order does not matter, scores order the hits.
+    stmt = select(
+        SkillSearch.kind_id,
+        SkillSearch.user_id,
+        SkillSearch.namespace,
+        SkillSearch.name,
+        SkillSearch.description,
+        *_presence(scored),
+    ).where(SkillSearch.kind_id.in_(ids.scalar_subquery()))
+    return (await session.execute(stmt)).all()
+
+
+def _presence(stems: Sequence[str]) -> list[Any]:
+    """Whether each term field holds each stem, field by field: what scoring needs, computed
+    where the rows are. Fetching the fields instead moved kilobytes of body terms per candidate
+    to Python to test a handful of words. Written as SQL text: built per search, dozens of
+    expression objects cost more than the query. Stems are letters and digits (text.py)."""
+    return [
+        literal_column(f"(' ' || skill_search.{column} || ' ') LIKE '% {stem} %'")
+        for column, _ in FIELD_WEIGHTS
+        for stem in stems
+    ]
+
+
+def _fields(row: Any, stems: Sequence[str]) -> list[set[str]]:
+    """The stems of `stems` each term field holds, from the row's `_presence` columns."""
+    flags = row[5:]
+    width = len(stems)
+    return [
+        {stem for j, stem in enumerate(stems) if flags[i * width + j]}
+        for i in range(len(_TERM_COLUMNS))
+    ]
 
 
 def _pool(present: Sequence[str], df: dict[str, int]) -> list[str]:
@@ -257,11 +282,11 @@ async def search(
     else:
         pool = _pool(present, df)
         ranked = sum(df[s] for s in pool) > CANDIDATES
-    rows = await _candidates(session, dialect, where, pool, ranked=ranked)
+    rows = await _candidates(session, dialect, where, pool, present, ranked=ranked)
     weights = _term_weights(terms, df, n)
     hits = []
     for row in rows:
-        fields = [set(text.split()) for text in row[5:]]
+        fields = _fields(row, present)
         value = round(score(fields, terms, weights, n), 4)
         if value >= threshold:
             namespace = PUBLIC_NAMESPACE if row.user_id == SYSTEM_USER_ID else row.namespace
