@@ -204,7 +204,7 @@ class Settings(BaseSettings):
         64 * MiB, ge=1024, description="Bytes of artifacts one turn may keep."
     )
     conversation_file_max_bytes: int = Field(
-        16 * MiB, ge=1024, description="Largest file a user may upload into a conversation."
+        10 * MiB, ge=1024, description="Largest file a user may upload into a conversation."
     )
     conversation_files_bytes: int = Field(
         32 * MiB, ge=1024, description="Bytes of uploaded files one conversation may hold."
