@@ -130,7 +130,7 @@ async def inputs(session: AsyncSession, conversation_id: str) -> dict[str, bytes
             ConversationArtifact.kind == INPUT,
         )
     )
-    return dict(rows.tuples())
+    return {row.name: row.data for row in rows}
 
 
 async def load_workspace(
