@@ -172,3 +172,31 @@ async def test_every_upload_rule_applies_with_its_error_code(
         404,
         "conversation_not_found",
     )
+
+
+async def test_the_authoring_skill_packages_a_folder_the_agent_wrote_for_installing(
+    app: FastAPI, client: httpx.AsyncClient, alice: Account, openai_server: FakeOpenAIServer
+) -> None:
+    await working_sandbox(app)
+    cid = await ghost_with(client, alice, openai_server, "skillhive-skill-authoring")
+    write = (
+        "mkdir -p hi/.git && printf -- '---\\nname: hi\\ndescription: Says hi.\\n---\\nSay hi.\\n'"
+        " > hi/SKILL.md && echo secret > hi/.git/config"
+        " && python3 $SKILL_DIR/scripts/package.py hi"
+    )
+    script_runs(openai_server, "skillhive-skill-authoring", write)
+    await ask(client, alice, cid)
+    result = run_result(openai_server)
+    assert result["exit_code"] == 0, result
+    [built] = result["output_files"]
+    assert (built["path"], built["mime_type"]) == ("out/hi.zip", "application/zip")
+
+    installed = await install(
+        client, alice, {"conversation": cid, "artifact": built["artifact_id"]}
+    )
+
+    assert installed.status_code == 201, installed.text
+    files = await client.get(
+        "/api/v1/namespaces/dev/skills/hi/files/SKILL.md", headers=alice.headers
+    )
+    assert files.text.endswith("Say hi.\n")
