@@ -59,17 +59,23 @@ class ArtifactKeeper:
             workspace.put(path, data)
             self._inputs.add((path, hashlib.sha256(data).hexdigest()))
 
-    async def save_workspace(self, workspace: Workspace) -> None:
-        """Keep the workspace for the next turn (when the host keeps it and it changed)."""
+    async def save_workspace(self, workspace: Workspace) -> bool:
+        """Keep the workspace for the next turn (when the host keeps it and it changed);
+        False when it could not be stored (the next turn gets the previous one)."""
         if not self._files.keeps_workspace:
-            return
+            return True
         buffer = io.BytesIO()
         workspace.to_tar(buffer)
         archive = buffer.getvalue()
         digest = hashlib.sha256(archive).hexdigest()
         if digest != self._workspace_sha:
-            await self._files.save_workspace(archive)
+            try:
+                await self._files.save_workspace(archive)
+            except Exception:
+                log.exception("the conversation's workspace could not be stored")
+                return False
             self._workspace_sha = digest
+        return True
 
     async def keep(
         self, workspace: Workspace, outputs: Sequence[OutputFile], emit: Emit

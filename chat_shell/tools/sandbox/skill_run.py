@@ -38,7 +38,8 @@ MAX_PATTERNS = 20
 DESCRIPTION = (
     "Run a shell command in an isolated sandbox for an active skill (load it first). The "
     "skill's files are read-only at $SKILL_DIR (e.g. `python3 $SKILL_DIR/scripts/tool.py`); "
-    "the working directory is a writable workspace ($WORKSPACE_DIR) kept for this turn; write "
+    "the working directory is a writable workspace ($WORKSPACE_DIR) kept for this turn (or "
+    "the conversation, where the server keeps it); write "
     "results to $OUTPUT_DIR to get them back (they become files the user can download). "
     "Files the user uploaded are in $WORKSPACE_DIR/inputs. No network. Returns exit_code, "
     "timed_out, duration_ms, stdout, stderr and output_files (path, mime_type, size, small "
@@ -105,16 +106,18 @@ class SkillRunner:
             workspace = await self._workspace_for_turn()
             result = await sandbox.run(SandboxRun(command, workspace, skill_dir, limits))
             outputs, more = collect_outputs(workspace, patterns)
+            kept = True
             if self._keeper is None:
                 listed = [o.as_dict() for o in outputs]
             else:
                 listed = await self._keeper.keep(workspace, outputs, emit)
                 if result.workspace_saved:
-                    await self._keeper.save_workspace(workspace)
+                    kept = await self._keeper.save_workspace(workspace)
         return {
             **_result_fields(result),
             "output_files": listed,
             **({"output_files_truncated": True} if more else {}),
+            **({} if kept else {"workspace_kept": False}),
         }
 
     async def _skill_dir(self, skill: SkillSpec) -> Path | None:

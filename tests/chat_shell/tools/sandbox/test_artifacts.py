@@ -51,6 +51,8 @@ class MemoryFiles:
         return self.workspace
 
     async def save_workspace(self, archive: bytes) -> None:
+        if self.fail:
+            raise RuntimeError("database down")
         self.workspace = archive
 
 
@@ -194,3 +196,10 @@ async def test_a_conversation_workspace_carries_files_into_the_next_turn(
     _, [result] = await turn(sandbox, files, "cat notes.txt inputs/in.txt")
 
     assert result["stdout"] == "first\nupload\n"  # the upload is placed again over the copy
+
+
+async def test_a_workspace_that_cannot_be_kept_is_reported(sandbox: BubblewrapSandbox) -> None:
+    files = MemoryFiles(keeps_workspace=True, fail=True)
+    _, [result] = await turn(sandbox, files, "echo x > notes.txt")
+
+    assert (result["exit_code"], result["workspace_kept"]) == (0, False)
