@@ -17,12 +17,14 @@ from backend.api.body_limits import BodyLimitMiddleware
 from backend.api.errors import errors, install_error_handlers
 from backend.api.routes import (
     apply,
+    artifacts,
     conversations,
     ghosts,
     health,
     me,
     metrics,
     secrets,
+    skill_install,
     skill_search,
     skills,
     tokens,
@@ -70,8 +72,9 @@ def _api_router() -> APIRouter:
     # Every API route authenticates, and reads the database.
     api = APIRouter(prefix=API_PREFIX, responses=errors(401, 503))
     api.include_router(skill_search.router)  # before the CRD trees: `/skills/search` is fixed
-    for module in (me, tokens, users, secrets, conversations, metrics):
+    for module in (me, tokens, users, secrets, conversations, artifacts, metrics):
         api.include_router(module.router)
+    api.include_router(skill_install.router)  # before the CRD tree: `/skills/install` is fixed
     api.include_router(skills.namespaced)
     api.include_router(skills.public)
     api.include_router(ghosts.namespaced)

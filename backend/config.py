@@ -186,6 +186,29 @@ class Settings(BaseSettings):
     sandbox_workspace_bytes: int = Field(
         64 * MiB, ge=1 * MiB, description="Size of a run's workspace (and of its /tmp)."
     )
+    sandbox_workspace_scope: Literal["turn", "conversation"] = Field(
+        "turn",
+        description="How long a workspace lasts: one turn, or the conversation (kept in the "
+        "database between turns, so any worker can go on with it).",
+    )
+    sandbox_workspace_ttl_seconds: int = Field(
+        7 * 24 * 3600, ge=60, description="A kept conversation workspace unused this long is gone."
+    )
+    artifact_max_bytes: int = Field(
+        16 * MiB, ge=1024, description="Largest output file kept as a conversation artifact."
+    )
+    artifacts_per_turn: int = Field(
+        20, ge=1, description="Output files one turn may keep as artifacts."
+    )
+    artifact_turn_bytes: int = Field(
+        64 * MiB, ge=1024, description="Bytes of artifacts one turn may keep."
+    )
+    conversation_file_max_bytes: int = Field(
+        10 * MiB, ge=1024, description="Largest file a user may upload into a conversation."
+    )
+    conversation_files_bytes: int = Field(
+        32 * MiB, ge=1024, description="Bytes of uploaded files one conversation may hold."
+    )
 
     @field_validator("allowed_models", "egress_allow", "egress_deny", mode="before")
     @classmethod

@@ -29,7 +29,7 @@ from io import BytesIO
 from pathlib import Path
 
 from bench._util import compare
-from chat_shell.contracts import SkillSpec
+from chat_shell.contracts import Event, SkillSpec
 from chat_shell.errors import ProviderLoadError
 from chat_shell.ports import InMemoryPackageSource
 from chat_shell.sandbox import BubblewrapSandbox, SandboxLimits, SandboxResult, SandboxRun
@@ -229,6 +229,9 @@ class _Host:
     active: ActiveSkills
     skills: dict[str, SkillSpec]
     skill_runner: SkillRunner
+
+    def emit(self, event: Event) -> None:
+        """No conversation files here, so no artifact events."""
 
 
 async def overhead(sandbox: BubblewrapSandbox, pairs: int) -> tuple[float, float, float]:

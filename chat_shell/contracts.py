@@ -223,6 +223,17 @@ class McpErrorEvent(_Model):
     message: str
 
 
+class ArtifactEvent(_Model):
+    """A file a tool run wrote was kept as a conversation artifact; `url` downloads it."""
+
+    type: Literal["artifact"] = "artifact"
+    id: str
+    name: str
+    mime_type: str
+    size: int
+    url: str
+
+
 class UsageEvent(_Model):
     """Token usage of one model call."""
 
@@ -255,6 +266,7 @@ Event = Annotated[
     | SkillLoadedEvent
     | SkillErrorEvent
     | McpErrorEvent
+    | ArtifactEvent
     | UsageEvent
     | DoneEvent
     | ErrorEvent,

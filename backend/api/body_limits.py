@@ -30,6 +30,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from backend.api.deps import bearer_token
 from backend.api.errors import error_response
+from backend.api.file_upload import too_large as file_too_large
 from backend.api.routes.apply import MAX_APPLY_BYTES
 from backend.api.upload import MULTIPART_OVERHEAD
 from backend.auth.service import authenticate
@@ -42,6 +43,7 @@ DRAIN_TIMEOUT_S = 10.0
 # Skill uploads: POST to a skills collection, PUT to one skill (namespaced or public).
 _UPLOAD = re.compile(r"/api/v1/(?:namespaces/[^/]+|public)/skills(?:/[^/]+)?/?")
 _APPLY = "/api/v1/apply"
+_FILES = re.compile(r"/api/v1/conversations/[^/]+/files/?")  # a user's file for the sandbox
 _CLOSE = (b"connection", b"close")
 
 
@@ -59,6 +61,9 @@ def body_cap(method: str, path: str, settings: Settings) -> BodyCap:
             ErrorCode.ARCHIVE_TOO_LARGE, f"archive is larger than {archive} bytes", limit=archive
         )
         return BodyCap(archive + MULTIPART_OVERHEAD, error)
+    if method == "POST" and _FILES.fullmatch(path):
+        file_limit = settings.conversation_file_max_bytes
+        return BodyCap(file_limit + MULTIPART_OVERHEAD, file_too_large(file_limit))
     limit = MAX_APPLY_BYTES if path == _APPLY else settings.max_json_body_bytes
     return BodyCap(limit, too_large(limit))
 

@@ -17,6 +17,7 @@ from cryptography.fernet import Fernet
 from langchain_core.language_models import BaseChatModel
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from backend.artifacts.turn_files import turn_access
 from backend.chat import conversations
 from backend.chat.builder import TurnInputs, build_turn_request, needs_secrets, wanted_skills
 from backend.chat.catalog import GhostSkillDirectory, SkillSpecCache, turn_skills
@@ -198,7 +199,9 @@ class TurnRunner:
                 frontend=self.frontend,
                 model=self.model,
                 pending_requests=self.pending_requests,
-                sandbox=self.sandbox,
+                sandbox=turn_access(
+                    self.sandbox, self.sessionmaker, self.settings, conversation_id, message_id
+                ),
             )
             async with aclosing(turn) as events:
                 async for event in events:

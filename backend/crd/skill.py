@@ -115,6 +115,8 @@ class SkillStatus(CamelModel):
     code_allowed: bool
     warnings: list[SkillWarning] = Field(default_factory=list)
     enabled: bool = True
+    # Where the package came from, when not a plain upload (e.g. a conversation's artifact).
+    source: dict[str, Any] | None = None
 
 
 class Skill(CamelModel):

@@ -167,6 +167,33 @@ class Message(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
+class ConversationArtifact(Base):
+    """A file of a conversation: a `skill_run` output (`kind` output), a user's upload (input),
+    or the kept workspace of a conversation-long sandbox (workspace, one tar per conversation).
+
+    The bytes sit in the row (deferred: listings never read them) so they go with their
+    conversation; `message_id` is the user message of the turn that wrote an output.
+    """
+
+    __tablename__ = "conversation_artifacts"
+    __table_args__ = (
+        Index("ix_conversation_artifacts_conversation_id_kind", "conversation_id", "kind"),
+    )
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)  # uuid4: not enumerable
+    conversation_id: Mapped[str] = mapped_column(ForeignKey("conversations.id", ondelete="CASCADE"))
+    message_id: Mapped[int | None] = mapped_column(
+        ForeignKey("messages.id", ondelete="CASCADE"), nullable=True
+    )
+    kind: Mapped[str] = mapped_column(String(16))  # output | input | workspace
+    name: Mapped[str] = mapped_column(String(255))
+    mime_type: Mapped[str] = mapped_column(String(127))
+    size: Mapped[int] = mapped_column(BigInteger)
+    sha256: Mapped[str] = mapped_column(String(64))
+    data: Mapped[bytes] = mapped_column(LargeBinary, deferred=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
 class SkillSearch(Base):
     """What search and the chat catalog read about a skill, kept in step with its `kinds` row.
 

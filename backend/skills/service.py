@@ -109,9 +109,12 @@ async def create(
     strict: bool = False,
     actor: int | None = None,
     source: dict[str, Any] = UPLOAD,
+    source_in_status: bool = False,
 ) -> dict[str, Any]:
     package = await _read(data, settings, scope, strict=strict)
     crd = _crd(package, scope, labels={}, enabled=True)
+    if source_in_status:  # e.g. installed from a conversation's artifact
+        crd["status"]["source"] = source
     try:
         row = await store.insert(session, SKILL_KIND, scope, package.name, crd)
     except Conflict as exc:

@@ -166,6 +166,36 @@ class Workspace:
                 raise FileNotFoundError(relative)
             return handle.read(max_bytes)
 
+    def put(self, relative: str, data: bytes) -> None:
+        """Write one file into the current state (between runs), replacing a file there."""
+        rel = safe_relative_path(relative)
+        if rel is None:
+            raise ValueError(f"unsafe workspace path: {relative!r}")
+        target = self.path
+        for part in rel.parts[:-1]:
+            target = target / part
+            if not target.is_dir() or target.is_symlink():
+                if target.exists() or target.is_symlink():
+                    target.unlink()
+                target.mkdir(mode=DIR_MODE)
+                os.chmod(target, DIR_MODE)
+        final = target / rel.parts[-1]
+        if final.is_symlink() or final.is_file():
+            final.unlink()
+        elif final.exists():
+            shutil.rmtree(final)
+        fd = os.open(final, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, FILE_MODE)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.chmod(final, FILE_MODE)
+
+    def to_tar(self, destination: BinaryIO) -> None:
+        """Write the current state as a tar of regular files and directories (what
+        `replace_from_tar` reads back)."""
+        with tarfile.open(fileobj=destination, mode="w:") as tar:
+            for found in self.files():
+                tar.add(self.path / found.path, arcname=found.path, recursive=False)
+
     def close(self) -> None:
         shutil.rmtree(self._root, ignore_errors=True)
 

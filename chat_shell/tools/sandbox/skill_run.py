@@ -13,7 +13,7 @@ One tool object serves every turn (like load_skill); it finds its turn through t
 
 import asyncio
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -22,11 +22,13 @@ from typing import Any, Protocol, cast
 from langchain.tools import ToolRuntime
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 
-from chat_shell.contracts import CatalogEntry, SkillSpec
+from chat_shell.contracts import CatalogEntry, Event, SkillSpec
 from chat_shell.ports import PackageSource
 from chat_shell.sandbox import Sandbox, SandboxResult, SandboxRun, SandboxUnavailable, Workspace
 from chat_shell.skills.active import ActiveSkills
 from chat_shell.skills.package_loader import PackageFiles
+from chat_shell.tools.sandbox.files import ConversationFiles
+from chat_shell.tools.sandbox.keeping import ArtifactKeeper
 from chat_shell.tools.sandbox.outputs import collect_outputs
 
 SKILL_RUN_TOOL = "skill_run"
@@ -36,18 +38,25 @@ MAX_PATTERNS = 20
 DESCRIPTION = (
     "Run a shell command in an isolated sandbox for an active skill (load it first). The "
     "skill's files are read-only at $SKILL_DIR (e.g. `python3 $SKILL_DIR/scripts/tool.py`); "
-    "the working directory is a writable workspace ($WORKSPACE_DIR) kept for this turn; write "
-    "results to $OUTPUT_DIR to get them back. No network. Returns exit_code, timed_out, "
-    "duration_ms, stdout, stderr and output_files (path, mime_type, size, small text inline)."
+    "the working directory is a writable workspace ($WORKSPACE_DIR) kept for this turn (or "
+    "the conversation, where the server keeps it); write "
+    "results to $OUTPUT_DIR to get them back (they become files the user can download). "
+    "Files the user uploaded are in $WORKSPACE_DIR/inputs. No network. Returns exit_code, "
+    "timed_out, duration_ms, stdout, stderr and output_files (path, mime_type, size, small "
+    "text inline, the artifact's url)."
 )
 
 
 @dataclass(frozen=True)
 class SandboxAccess:
-    """The sandbox a host lends to its turns, and whether users' own skills may use it."""
+    """The sandbox a host lends to its turns, and whether users' own skills may use it.
+
+    `files` is the turn's conversation (a host sets it per turn): outputs are kept there as
+    artifacts, uploads and a kept workspace come from there. None: nothing outlives the turn."""
 
     sandbox: Sandbox
     user_skills: bool = False
+    files: ConversationFiles | None = None
 
 
 async def package_files(source: PackageSource, sha256: str) -> Mapping[str, bytes]:
@@ -65,6 +74,7 @@ class SkillRunner:
         self._stack = stack
         self._workspace: Workspace | None = None
         self._lock = asyncio.Lock()
+        self._keeper = ArtifactKeeper(access.files) if access.files is not None else None
 
     async def offered(
         self, skills: Sequence[SkillSpec | CatalogEntry], *, searchable: bool
@@ -79,7 +89,12 @@ class SkillRunner:
         return skill.public or self._access.user_skills
 
     async def run(
-        self, skill: SkillSpec, command: str, patterns: Sequence[str], seconds: float | None
+        self,
+        skill: SkillSpec,
+        command: str,
+        patterns: Sequence[str],
+        seconds: float | None,
+        emit: Callable[[Event], None] = lambda _: None,
     ) -> dict[str, Any]:
         """Run and collect the outputs; `seconds` shortens the wall-time limit, never extends."""
         sandbox = self._access.sandbox
@@ -88,13 +103,21 @@ class SkillRunner:
             limits = replace(limits, wall_seconds=min(seconds, limits.wall_seconds))
         skill_dir = await self._skill_dir(skill)
         async with self._lock:
-            workspace = self._workspace_for_turn()
+            workspace = await self._workspace_for_turn()
             result = await sandbox.run(SandboxRun(command, workspace, skill_dir, limits))
             outputs, more = collect_outputs(workspace, patterns)
+            kept = True
+            if self._keeper is None:
+                listed = [o.as_dict() for o in outputs]
+            else:
+                listed = await self._keeper.keep(workspace, outputs, emit)
+                if result.workspace_saved:
+                    kept = await self._keeper.save_workspace(workspace)
         return {
             **_result_fields(result),
-            "output_files": [o.as_dict() for o in outputs],
+            "output_files": listed,
             **({"output_files_truncated": True} if more else {}),
+            **({} if kept else {"workspace_kept": False}),
         }
 
     async def _skill_dir(self, skill: SkillSpec) -> Path | None:
@@ -105,10 +128,14 @@ class SkillRunner:
             sha256, lambda: package_files(self._source, sha256)
         )
 
-    def _workspace_for_turn(self) -> Workspace:
+    async def _workspace_for_turn(self) -> Workspace:
         if self._workspace is None:
-            self._workspace = self._access.sandbox.new_workspace()
-            self._stack.callback(self._workspace.close)
+            workspace = self._access.sandbox.new_workspace()
+            self._stack.callback(workspace.close)
+            if self._keeper is not None:
+                limit = self._access.sandbox.limits.workspace_bytes
+                await self._keeper.prepare(workspace, max_bytes=limit)
+            self._workspace = workspace
         return self._workspace
 
 
@@ -139,6 +166,8 @@ class SkillRunHost(Protocol):
     skill_names: Sequence[str]  # every skill of the Ghost (catalog and search included)
     skill_runner: SkillRunner | None
 
+    def emit(self, event: Event) -> None: ...
+
 
 class HostContext(Protocol):
     @property
@@ -168,7 +197,7 @@ async def skill_run(
         )
     patterns = _checked_arguments(command, output_files, seconds)
     try:
-        result = await runner.run(spec, command, patterns, seconds)
+        result = await runner.run(spec, command, patterns, seconds, host.emit)
     except SandboxUnavailable as exc:
         raise ToolException(exc.message) from exc
     host.active.touch(skill)

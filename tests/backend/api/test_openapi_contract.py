@@ -18,6 +18,7 @@ from openapi_core.validation.response.exceptions import (
 )
 
 from backend.api.errors import ERROR_DESCRIPTIONS
+from backend.artifacts import store as artifact_store
 from backend.config import Settings
 from backend.db.engine import create_engine, create_sessionmaker
 from backend.ghosts import service as ghost_service
@@ -266,6 +267,42 @@ async def _chat(c: httpx.AsyncClient, alice: Account, openai_server: FakeOpenAIS
     expect(await c.delete(one, headers=h), 204)
 
 
+async def _artifacts(c: httpx.AsyncClient, app: FastAPI, alice: Account, bob: Account) -> None:
+    h = alice.headers
+    model = {"name": "scripted", "baseUrl": "http://127.0.0.1:9/v1"}
+    crd = ghost("holder", model=model)
+    expect(await c.post(f"{NS}/ghosts", json=crd, headers=h), 201)
+    cid = expect(await c.post(f"{API}/conversations", json={"ghost": "dev/holder"}, headers=h), 201)
+    one = f"{API}/conversations/{cid.json()['id']}"
+    async with app.state.sessionmaker() as session:
+        row = await artifact_store.add(
+            session,
+            cid.json()["id"],
+            kind=artifact_store.OUTPUT,
+            name="tool.zip",
+            mime_type="application/zip",
+            data=zips.skill("installed"),
+        )
+        await session.commit()
+    expect(await c.get(f"{one}/artifacts", headers=h), 200)
+    expect(await c.get(f"{one}/artifacts?limit=0", headers=h), 422)
+    expect(await c.get(f"{API}/conversations/nope/artifacts", headers=h), 404)
+    expect(await c.get(f"{one}/artifacts/{row.id}", headers=h), 200)
+    expect(await c.get(f"{one}/artifacts/nope", headers=h), 404)
+    files = {"file": ("data.txt", b"a,b", "text/plain")}
+    expect(await c.post(f"{one}/files", files=files, headers=h), 201)
+    expect(await c.post(f"{one}/files", files=files, headers=bob.headers), 404)
+    expect(await c.post(f"{one}/files?name=..", content=b"x", headers=h), 422)
+    expect(await c.get(f"{one}/files", headers=h), 200)
+    expect(await c.get(f"{one}/files?limit=0", headers=h), 422)
+    expect(await c.get(f"{API}/conversations/nope/files", headers=h), 404)
+    install = {"conversation": cid.json()["id"], "artifact": row.id}
+    expect(await c.post(f"{NS}/skills/install", json=install, headers=h), 201)
+    expect(await c.post(f"{NS}/skills/install", json=install, headers=h), 409)
+    expect(await c.post(f"{NS}/skills/install", json=install, headers=bob.headers), 404)
+    expect(await c.post(f"{NS}/skills/install", json={"conversation": "x"}, headers=h), 422)
+
+
 def _each_operation(contract: Contract) -> Iterator[tuple[str, str]]:
     """(METHOD, URL) of every documented operation, with placeholder path parameters."""
     values = {"namespace": "dev", "name": "x", "token_id": "1", "user_id": "1", "path": "a.md"}
@@ -295,6 +332,7 @@ async def test_every_documented_status_is_answered_with_its_documented_body(
     client: httpx.AsyncClient,
     contract: Contract,
     alice: Account,
+    bob: Account,
     admin: Account,
     openai_server: FakeOpenAIServer,
     monkeypatch: pytest.MonkeyPatch,
@@ -308,6 +346,7 @@ async def test_every_documented_status_is_answered_with_its_documented_body(
     await _apply(client, alice, monkeypatch)
     await _chat(client, alice, openai_server)
     await _search(client, alice, admin)
+    await _artifacts(client, app, alice, bob)
     for method, url in _each_operation(contract):
         if url.startswith(API):
             assert_error(await client.request(method, url), 401, "missing_token")

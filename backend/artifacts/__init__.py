@@ -1,0 +1,1 @@
+"""Conversation artifacts: files `skill_run` wrote, files users uploaded, kept workspaces."""

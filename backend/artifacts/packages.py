@@ -1,0 +1,82 @@
+"""A skill package from an artifact: a ZIP as it is, a tar (plain or compressed) re-packed.
+
+The tar is read with the package reader's caps and refusal codes (entries, total size, links,
+unsafe paths) before anything is unpacked; the ZIP it becomes then goes through every upload
+rule like any upload.
+"""
+
+from __future__ import annotations
+
+import io
+import tarfile
+import zipfile
+
+from backend.skills.errors import ErrorCode, PackageError
+from backend.skills.limits import ArchiveLimits
+from chat_shell.sandbox.workspace import safe_relative_path
+
+ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")
+
+
+def package_zip(data: bytes, limits: ArchiveLimits) -> bytes:
+    if data.startswith(ZIP_MAGIC):
+        return data
+    try:
+        return _tar_to_zip(data, limits)
+    except (tarfile.TarError, EOFError, OSError):
+        raise PackageError(
+            ErrorCode.NOT_A_ZIP, "the artifact is neither a ZIP nor a tar archive"
+        ) from None
+
+
+def _tar_to_zip(data: bytes, limits: ArchiveLimits) -> bytes:
+    if len(data) > limits.max_archive_bytes:
+        raise PackageError(
+            ErrorCode.ARCHIVE_TOO_LARGE,
+            f"archive is larger than {limits.max_archive_bytes} bytes",
+            limit=limits.max_archive_bytes,
+        )
+    out = io.BytesIO()
+    total = 0
+    entries = 0
+    seen: set[str] = set()
+    with (
+        tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as tar,
+        zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive,
+    ):
+        for member in tar:
+            entries += 1
+            if entries > limits.max_archive_entries:
+                raise PackageError(
+                    ErrorCode.TOO_MANY_ENTRIES,
+                    f"more than {limits.max_archive_entries} entries",
+                    limit=limits.max_archive_entries,
+                )
+            if member.isdir():
+                continue
+            if member.issym() or member.islnk():
+                raise PackageError(
+                    ErrorCode.SYMLINK_ENTRY, "links are not allowed", entry=member.name
+                )
+            if not member.isreg():
+                raise PackageError(
+                    ErrorCode.NON_REGULAR_ENTRY, "only regular files", entry=member.name
+                )
+            name = safe_relative_path(member.name)
+            if name is None:
+                raise PackageError(ErrorCode.UNSAFE_PATH, "unsafe path", entry=member.name)
+            if str(name) in seen:
+                raise PackageError(ErrorCode.DUPLICATE_ENTRY, "duplicate entry", entry=member.name)
+            seen.add(str(name))
+            total += member.size
+            if total > limits.max_uncompressed_bytes:
+                raise PackageError(
+                    ErrorCode.UNCOMPRESSED_TOO_LARGE,
+                    f"more than {limits.max_uncompressed_bytes} bytes unpacked",
+                    limit=limits.max_uncompressed_bytes,
+                )
+            handle = tar.extractfile(member)
+            if handle is None:
+                raise PackageError(ErrorCode.CORRUPT_ENTRY, "unreadable", entry=member.name)
+            archive.writestr(str(name), handle.read(member.size))
+    return out.getvalue()
