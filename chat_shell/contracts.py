@@ -155,6 +155,9 @@ class TurnRequest(_Model):
     skill_search: bool = False
     # Global and Ghost servers, already merged and trust-marked by the caller.
     mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
+    # How MCP tools reach the model: each as a tool (`direct`), or behind list_mcp_servers,
+    # search_mcp_tools and execute_code (`code`; direct where the sandbox is missing).
+    mcp_tool_mode: Literal["direct", "code"] = "direct"
     history: list[HistoryMessage] = Field(default_factory=list)
     user_message: str
     retention_turns: int = Field(default=5, ge=0)
@@ -223,6 +226,18 @@ class McpErrorEvent(_Model):
     message: str
 
 
+class McpCallEvent(_Model):
+    """One MCP tool call made by code in the sandbox (`execute_code`): the audit trail."""
+
+    type: Literal["mcp_call"] = "mcp_call"
+    tool: str  # the tool's name in the turn
+    server: str
+    arguments: str  # a bounded summary of the arguments (JSON, cut)
+    ok: bool
+    code: str | None = None  # the error code when not ok
+    duration_ms: float = 0.0
+
+
 class UsageEvent(_Model):
     """Token usage of one model call."""
 
@@ -255,6 +270,7 @@ Event = Annotated[
     | SkillLoadedEvent
     | SkillErrorEvent
     | McpErrorEvent
+    | McpCallEvent
     | UsageEvent
     | DoneEvent
     | ErrorEvent,

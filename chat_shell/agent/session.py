@@ -50,6 +50,7 @@ from chat_shell.tools.builtin.skill_files import (
     has_resources,
 )
 from chat_shell.tools.mcp import GHOST_SCOPE, McpServerConfig, McpSessionPool
+from chat_shell.tools.mcp_code import CODE_TOOLS, McpCodeMode, McpFunction, as_functions
 from chat_shell.tools.pending.base import PendingRequestRegistry
 from chat_shell.tools.sandbox import SKILL_RUN, SandboxAccess, SkillRunner
 
@@ -107,6 +108,8 @@ class TurnSession:
         self._pending_requests = pending_requests
         self._pool: McpSessionPool | None = None
         self._directory = directory
+        self._sandbox = sandbox
+        self.mcp_code: McpCodeMode | None = None  # set by start() in code mode
         self.skills = {s.name: s for s in request.skills}
         if len(self.skills) != len(request.skills):
             raise InvalidTurnRequest("two skills share a name")
@@ -166,6 +169,8 @@ class TurnSession:
     async def start(self) -> None:
         """Connect the Ghost's MCP servers and set up the tools of skills active from the start."""
         self._base_tools += await self._connect_mcp(self.request.mcp_servers)
+        if self.request.mcp_tool_mode == "code":
+            await self._start_code_mode()
         runnable: list[SkillSpec | CatalogEntry] = [
             *self.request.skills,
             *(self.request.catalog or []),
@@ -193,6 +198,27 @@ class TurnSession:
         return self._prompt_cache[1]
 
     def visible_tools(self) -> list[BaseTool]:
+        """The tools the model sees. In code mode the MCP tools are left out and, while there
+        are any, list_mcp_servers, search_mcp_tools and execute_code stand in for them."""
+        tools = self._direct_tools()
+        if self.mcp_code is None or self._pool is None:
+            return tools
+        pooled = {id(t) for t in self._pool.tools}
+        kept = [t for t in tools if id(t) not in pooled]
+        if len(kept) < len(tools):
+            names = {t.name for t in kept}
+            kept += [t for t in CODE_TOOLS if t.name not in names]
+        return kept
+
+    def mcp_functions(self) -> list[McpFunction]:
+        """The MCP tools direct mode would show now, as code mode's functions."""
+        pool = self._pool
+        if pool is None:
+            return []
+        found = ((t, pool.server_of(t)) for t in self._direct_tools())
+        return as_functions((t, key[1]) for t, key in found if key is not None)
+
+    def _direct_tools(self) -> list[BaseTool]:
         """load_skill and the Ghost's tools, the file tools while an active skill has files,
         then the tools of active skills (first name wins).
 
@@ -299,6 +325,26 @@ class TurnSession:
             loaded_skills=self.active.records(),
             usage=self.usage,
             tool_calls=self.tool_calls,
+        )
+
+    async def _start_code_mode(self) -> None:
+        access = self._sandbox
+        if access is None or not (await access.sandbox.availability()).available:
+            self.emit(
+                McpErrorEvent(
+                    server="",
+                    code="mcp_code_unavailable",
+                    message="MCP code mode needs the sandbox, which is not available here; "
+                    "MCP tools are offered directly this turn",
+                )
+            )
+            return
+        self.mcp_code = McpCodeMode(
+            access,
+            self._stack,
+            functions=self.mcp_functions,
+            failures=lambda: self._pool.failures if self._pool else [],
+            emit=self.emit,
         )
 
     def _shadowed_ghost_tools(self) -> list[BaseTool]:

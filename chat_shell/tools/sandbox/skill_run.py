@@ -44,10 +44,13 @@ DESCRIPTION = (
 
 @dataclass(frozen=True)
 class SandboxAccess:
-    """The sandbox a host lends to its turns, and whether users' own skills may use it."""
+    """The sandbox a host lends to its turns, and whether users' own skills may use it.
+    `mcp_call_*`: the MCP bridge of code mode (per-call timeout, calls per execution)."""
 
     sandbox: Sandbox
     user_skills: bool = False
+    mcp_call_timeout_s: float = 30.0
+    mcp_call_budget: int = 50
 
 
 async def package_files(source: PackageSource, sha256: str) -> Mapping[str, bytes]:
@@ -92,7 +95,7 @@ class SkillRunner:
             result = await sandbox.run(SandboxRun(command, workspace, skill_dir, limits))
             outputs, more = collect_outputs(workspace, patterns)
         return {
-            **_result_fields(result),
+            **result_fields(result),
             "output_files": [o.as_dict() for o in outputs],
             **({"output_files_truncated": True} if more else {}),
         }
@@ -112,7 +115,7 @@ class SkillRunner:
         return self._workspace
 
 
-def _result_fields(result: SandboxResult) -> dict[str, Any]:
+def result_fields(result: SandboxResult) -> dict[str, Any]:
     fields: dict[str, Any] = {
         "exit_code": result.exit_code,
         "timed_out": result.timed_out,
