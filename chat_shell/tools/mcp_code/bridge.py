@@ -71,13 +71,20 @@ class McpBridge:
         """Listen on `path` (made connectable by the sandbox's user) for the block's length;
         on exit stop listening and end every connection and call still running."""
         handlers: set[asyncio.Task[None]] = set()
+        stopped = False
 
         async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
             task = asyncio.current_task()
             assert task is not None
+            if stopped:  # accepted just before the end, started after it
+                writer.close()
+                return
             handlers.add(task)
             try:
                 await self._connection(reader, writer)
+            except asyncio.CancelledError:
+                # Only `serving` cancels these; asyncio's server callback would report it.
+                pass
             finally:
                 handlers.discard(task)
                 writer.close()
@@ -87,6 +94,7 @@ class McpBridge:
         try:
             yield
         finally:
+            stopped = True
             server.close()
             for task in list(handlers):
                 task.cancel()

@@ -9,11 +9,12 @@ import pytest
 from langchain_core.messages import ToolMessage
 
 from chat_shell.agent import run_turn
-from chat_shell.contracts import Event, McpCallEvent, McpServerConfig, TurnRequest
+from chat_shell.contracts import Event, McpCallEvent, TurnRequest
 from chat_shell.offline import ScriptedChatModel
 from chat_shell.ports import InMemoryFrontendChannel, InMemoryPackageSource
 from chat_shell.sandbox import BubblewrapSandbox
 from chat_shell.skills.registry import ProviderRegistry
+from chat_shell.tools.mcp import McpServerConfig
 from chat_shell.tools.sandbox import SandboxAccess
 from tests.chat_shell.fakes import LOOPBACK, call, done, of_type, request, say
 
@@ -180,3 +181,51 @@ async def test_direct_mode_stays_the_default(
     assert turn_request.mcp_tool_mode == "direct"
     assert {"get_current_time", "convert_time"} <= set(model.calls[0].tool_names)
     assert not CODE_TOOLS & set(model.calls[0].tool_names)
+
+
+HOSTILE_CODE = """\
+import socket, struct
+from mcp_tools import McpToolError, call_tool, get_current_time
+
+for name in ("load_skill", "execute_code", "nope"):
+    try:
+        call_tool(name, {})
+    except McpToolError as exc:
+        print(name, exc.code)
+with socket.socket(socket.AF_UNIX) as raw:
+    raw.connect("/mcp/bridge.sock")
+    raw.sendall(struct.pack(">I", 1 << 30))
+    size = struct.unpack(">I", raw.recv(4))[0]
+    print("huge", raw.recv(size).decode().count("mcp_bridge_bad_frame"))
+for _ in range(3):
+    try:
+        get_current_time(timezone="UTC")
+        print("call ok")
+    except McpToolError as exc:
+        print("call", exc.code)
+"""
+
+
+async def test_sandboxed_code_reaches_only_the_turns_mcp_tools_within_the_budget(
+    sandbox: BubblewrapSandbox, time_server: McpServerConfig
+) -> None:
+    model = ScriptedChatModel(script=[call("execute_code", code=HOSTILE_CODE), say("ok")])
+    access = SandboxAccess(sandbox, mcp_call_budget=2)
+    events = await turn(code_request({"clock": time_server}), model, access)
+
+    ran = executed(model)
+    assert ran["stdout"].splitlines() == [
+        "load_skill mcp_unknown_tool",
+        "execute_code mcp_unknown_tool",
+        "nope mcp_unknown_tool",
+        "huge 1",
+        "call ok",
+        "call ok",
+        "call mcp_call_budget_exceeded",
+    ], ran["stderr"]
+    audit = [(e.tool, e.ok, e.code) for e in of_type(events, "mcp_call")]
+    assert audit == [
+        ("get_current_time", True, None),
+        ("get_current_time", True, None),
+        ("get_current_time", False, "mcp_call_budget_exceeded"),
+    ]
