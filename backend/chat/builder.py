@@ -208,6 +208,7 @@ def build_turn_request(inputs: TurnInputs, settings: Settings) -> TurnRequest:
         catalog=list(inputs.catalog),
         skill_search=inputs.skill_search,
         mcp_servers=ghost_servers(inputs, settings),
+        mcp_tool_mode=spec.get("mcpToolMode") or "direct",
         history=history(inputs.history),
         user_message=inputs.user_message,
         retention_turns=retention_turns(inputs.ghost),

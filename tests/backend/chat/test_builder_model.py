@@ -71,3 +71,27 @@ def test_the_turn_request_carries_the_operators_egress_policy() -> None:
     )
     request = build_turn_request(inputs, configured)
     assert request.egress.allow == ("10.0.0.0/8",)
+
+
+@pytest.mark.parametrize(
+    ("mode", "sent"), [(None, "direct"), ("direct", "direct"), ("code", "code")]
+)
+def test_the_ghosts_mcp_tool_mode_reaches_the_turn_request(mode: str | None, sent: str) -> None:
+    spec: dict[str, Any] = {"model": {"name": "offline"}}
+    if mode is not None:
+        spec["mcpToolMode"] = mode
+    inputs = TurnInputs(
+        conversation_id="c",
+        user_id=1,
+        user_name="ann",
+        ghost={"spec": spec},
+        ghost_is_public=False,
+        catalog=[],
+        skills=[],
+        skill_search=False,
+        history=[],
+        user_turns_before=0,
+        user_message="hi",
+        secrets={},
+    )
+    assert build_turn_request(inputs, SERVER).mcp_tool_mode == sent
