@@ -70,6 +70,9 @@ class SkillSpec(_Model):
     sha256: str | None = None
     # The package's files (SKILL.md included), listed in the loaded skill's block.
     files: list[SkillFileInfo] = Field(default_factory=list)
+    # `allowed-tools`: patterns naming the skill's own tools that may be offered (None: all);
+    # see chat_shell/skills/allowed.py.
+    allowed_tools: list[str] | None = None
 
 
 class CatalogEntry(_Model):

@@ -69,6 +69,7 @@ def skill_spec(crd: Mapping[str, Any]) -> SkillSpec:
         public=public,
         sha256=status.get("sha256"),
         files=[{"path": f["path"], "size": f["size"]} for f in spec.get("files", [])],
+        allowed_tools=spec.get("allowedTools") or None,  # empty: not declared
     )
 
 

@@ -32,6 +32,7 @@ from chat_shell.errors import InvalidTurnRequest
 from chat_shell.offline import estimate_tokens
 from chat_shell.ports import FrontendChannel, PackageSource, SkillDirectory
 from chat_shell.skills.active import ActiveSkills, last_loaded_records
+from chat_shell.skills.allowed import tool_allowed
 from chat_shell.skills.prompt import (
     EMPTY_LOADED_BLOCK,
     render_file_listing,
@@ -301,6 +302,8 @@ class TurnSession:
         tools += await self._connect_mcp(
             _skill_servers(skill), scope=name, reserved={t.name for t in tools}
         )
+        if skill.allowed_tools is not None:  # outside the skill's allowlist: never offered
+            tools = [t for t in tools if tool_allowed(t.name, self._server(t), skill.allowed_tools)]
         self._tool_skill.update((t.name, name) for t in tools)
         return tools
 
@@ -346,6 +349,10 @@ class TurnSession:
             failures=lambda: self._pool.failures if self._pool else [],
             emit=self.emit,
         )
+
+    def _server(self, tool: BaseTool) -> str | None:
+        key = self._pool.server_of(tool) if self._pool else None
+        return key[1] if key else None
 
     def _shadowed_ghost_tools(self) -> list[BaseTool]:
         if self._pool is None:

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from pydantic import SecretStr
 
-from backend.chat.builder import TurnInputs, build_turn_request, model_settings
+from backend.chat.builder import TurnInputs, build_turn_request, model_settings, skill_spec
 from backend.config import Settings
 from backend.errors import InvalidRequest
 
@@ -95,3 +95,15 @@ def test_the_ghosts_mcp_tool_mode_reaches_the_turn_request(mode: str | None, sen
         secrets={},
     )
     assert build_turn_request(inputs, SERVER).mcp_tool_mode == sent
+
+
+@pytest.mark.parametrize(("stored", "sent"), [([], None), (["echo", "fx/*"], ["echo", "fx/*"])])
+def test_a_skills_allowed_tools_reach_the_engine_unset_when_empty(
+    stored: list[str], sent: list[str] | None
+) -> None:
+    crd = {
+        "metadata": {"name": "fx"},
+        "spec": {"description": "d", "allowedTools": stored},
+        "status": {"public": True, "sha256": "0" * 64},
+    }
+    assert skill_spec(crd).allowed_tools == sent
