@@ -23,6 +23,7 @@ from backend.api.routes import (
     me,
     metrics,
     secrets,
+    skill_plans,
     skill_search,
     skills,
     tokens,
@@ -72,6 +73,7 @@ def _api_router() -> APIRouter:
     api.include_router(skill_search.router)  # before the CRD trees: `/skills/search` is fixed
     for module in (me, tokens, users, secrets, conversations, metrics):
         api.include_router(module.router)
+    api.include_router(skill_plans.router)
     api.include_router(skills.namespaced)
     api.include_router(skills.public)
     api.include_router(ghosts.namespaced)
