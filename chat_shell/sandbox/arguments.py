@@ -21,6 +21,7 @@ from chat_shell.sandbox.port import (
     SandboxRun,
 )
 
+_FIXED_MOUNTS = {"", "/usr", "/etc", "/proc", "/dev", "/tmp", SKILL_DIR, WORKSPACE_DIR, OUTPUT_DIR}
 SANDBOX_UID = 1000  # the uid processes see inside the sandbox
 SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin"
 SYSTEM_LINK_DIRS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
@@ -65,6 +66,8 @@ def bwrap_arguments(
     if request.skill_dir is not None:
         args += ["--ro-bind", str(request.skill_dir), SKILL_DIR]
     for host, inside in request.mounts:
+        if not inside.startswith("/") or inside.rstrip("/") in _FIXED_MOUNTS:
+            raise ValueError(f"a sandbox mount may not be placed at {inside!r}")
         args += ["--ro-bind", str(host), inside]
     if request.workspace.is_empty():
         args += ["--dir", OUTPUT_DIR]
