@@ -79,7 +79,7 @@ async def test_extra_mounts_are_read_only_and_extra_variables_are_set(
     sandbox: BubblewrapSandbox, workspace: Workspace, skill_dir: Path
 ) -> None:
     write_tree(skill_dir, {"note.txt": b"mounted\n"})
-    command = "cat /extra/note.txt; echo \"$EXTRA\"; touch /extra/x 2>/dev/null || echo ro"
+    command = 'cat /extra/note.txt; echo "$EXTRA"; touch /extra/x 2>/dev/null || echo ro'
     request = SandboxRun(
         command, workspace, limits=LIMITS, mounts=((skill_dir, "/extra"),), env={"EXTRA": "yes"}
     )
