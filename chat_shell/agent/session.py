@@ -20,6 +20,7 @@ from chat_shell.contracts import (
     CatalogEntry,
     DoneEvent,
     Event,
+    McpCallEvent,
     McpErrorEvent,
     SkillMatch,
     SkillSpec,
@@ -347,8 +348,14 @@ class TurnSession:
             self._stack,
             functions=self.mcp_functions,
             failures=lambda: self._pool.failures if self._pool else [],
-            emit=self.emit,
+            emit=self._code_call,
         )
+
+    def _code_call(self, event: Event) -> None:
+        """An MCP call from sandboxed code: reported, and it counts as using its skill."""
+        if isinstance(event, McpCallEvent):
+            self.note_tool_use(event.tool)
+        self.emit(event)
 
     def _server(self, tool: BaseTool) -> str | None:
         key = self._pool.server_of(tool) if self._pool else None
