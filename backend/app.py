@@ -25,6 +25,7 @@ from backend.api.routes import (
     metrics,
     secrets,
     skill_install,
+    skill_plans,
     skill_search,
     skills,
     tokens,
@@ -75,6 +76,7 @@ def _api_router() -> APIRouter:
     for module in (me, tokens, users, secrets, conversations, artifacts, metrics):
         api.include_router(module.router)
     api.include_router(skill_install.router)  # before the CRD tree: `/skills/install` is fixed
+    api.include_router(skill_plans.router)
     api.include_router(skills.namespaced)
     api.include_router(skills.public)
     api.include_router(ghosts.namespaced)

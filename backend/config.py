@@ -208,6 +208,19 @@ class Settings(BaseSettings):
     )
     conversation_files_bytes: int = Field(
         32 * MiB, ge=1024, description="Bytes of uploaded files one conversation may hold."
+    # --- MCP code mode and skill plans (issue 13) ---------------------------------------------
+    mcp_code_call_timeout_seconds: float = Field(
+        30.0, gt=0, description="Time one MCP call from sandboxed code (execute_code) may take."
+    )
+    mcp_code_call_budget: int = Field(
+        50, ge=1, description="MCP calls one execute_code run may make."
+    )
+    skill_plan_max_steps: int = Field(
+        3, ge=1, le=50, description="Steps a skill plan keeps (model plans are cut to it)."
+    )
+    skill_plan_execution: bool = Field(
+        False,
+        description="Allow executing skill plans (also needs allowPlanExecution on the Ghost).",
     )
 
     @field_validator("allowed_models", "egress_allow", "egress_deny", mode="before")

@@ -70,6 +70,9 @@ class SkillSpec(_Model):
     sha256: str | None = None
     # The package's files (SKILL.md included), listed in the loaded skill's block.
     files: list[SkillFileInfo] = Field(default_factory=list)
+    # `allowed-tools`: patterns naming the skill's own tools that may be offered (None: all);
+    # see chat_shell/skills/allowed.py.
+    allowed_tools: list[str] | None = None
 
 
 class CatalogEntry(_Model):
@@ -155,6 +158,9 @@ class TurnRequest(_Model):
     skill_search: bool = False
     # Global and Ghost servers, already merged and trust-marked by the caller.
     mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
+    # How MCP tools reach the model: each as a tool (`direct`), or behind list_mcp_servers,
+    # search_mcp_tools and execute_code (`code`; direct where the sandbox is missing).
+    mcp_tool_mode: Literal["direct", "code"] = "direct"
     history: list[HistoryMessage] = Field(default_factory=list)
     user_message: str
     retention_turns: int = Field(default=5, ge=0)
@@ -232,6 +238,16 @@ class ArtifactEvent(_Model):
     mime_type: str
     size: int
     url: str
+class McpCallEvent(_Model):
+    """One MCP tool call made by code in the sandbox (`execute_code`): the audit trail."""
+
+    type: Literal["mcp_call"] = "mcp_call"
+    tool: str  # the tool's name in the turn
+    server: str
+    arguments: str  # a bounded summary of the arguments (JSON, cut)
+    ok: bool
+    code: str | None = None  # the error code when not ok
+    duration_ms: float = 0.0
 
 
 class UsageEvent(_Model):
@@ -267,6 +283,7 @@ Event = Annotated[
     | SkillErrorEvent
     | McpErrorEvent
     | ArtifactEvent
+    | McpCallEvent
     | UsageEvent
     | DoneEvent
     | ErrorEvent,

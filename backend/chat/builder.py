@@ -69,6 +69,7 @@ def skill_spec(crd: Mapping[str, Any]) -> SkillSpec:
         public=public,
         sha256=status.get("sha256"),
         files=[{"path": f["path"], "size": f["size"]} for f in spec.get("files", [])],
+        allowed_tools=spec.get("allowedTools") or None,  # empty: not declared
     )
 
 
@@ -208,6 +209,7 @@ def build_turn_request(inputs: TurnInputs, settings: Settings) -> TurnRequest:
         catalog=list(inputs.catalog),
         skill_search=inputs.skill_search,
         mcp_servers=ghost_servers(inputs, settings),
+        mcp_tool_mode=spec.get("mcpToolMode") or "direct",
         history=history(inputs.history),
         user_message=inputs.user_message,
         retention_turns=retention_turns(inputs.ghost),

@@ -30,7 +30,12 @@ def sandbox_limits(settings: Settings) -> SandboxLimits:
 
 def sandbox_access(sandbox: BubblewrapSandbox, settings: Settings) -> SandboxAccess:
     """What turns get: the engine, and whether users' own skills may run in it."""
-    return SandboxAccess(sandbox, user_skills=settings.sandbox_user_skills)
+    return SandboxAccess(
+        sandbox,
+        user_skills=settings.sandbox_user_skills,
+        mcp_call_timeout_s=settings.mcp_code_call_timeout_seconds,
+        mcp_call_budget=settings.mcp_code_call_budget,
+    )
 
 
 def create_sandbox(settings: Settings) -> BubblewrapSandbox:

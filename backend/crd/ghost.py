@@ -72,6 +72,12 @@ class GhostSpec(CamelModel):
     # Tokens the full skill catalog may take before the prompt switches to a compact catalog
     # and `search_skills`; unset: SKILLHIVE_CATALOG_BUDGET_TOKENS.
     catalog_budget_tokens: int | None = Field(None, ge=0, le=1_000_000)
+    # How MCP tools reach the model: one tool each (`direct`, unset) or code mode (`code`:
+    # list_mcp_servers, search_mcp_tools, execute_code in the sandbox).
+    mcp_tool_mode: Literal["direct", "code"] | None = None
+    # Skill plans may run through this Ghost's name (POST .../plan/execute), where the operator
+    # allows it too (SKILLHIVE_SKILL_PLAN_EXECUTION). Unset: false.
+    allow_plan_execution: bool | None = None
 
 
 class GhostWarning(CamelModel):

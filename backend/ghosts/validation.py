@@ -39,6 +39,7 @@ from chat_shell.tools.mcp import (
 # Server names prefix tool names (`<server>_<tool>`) and appear in events: keep them plain.
 SERVER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 _MCP_LOCS = {("spec", "mcpServers"), ("spec", "mcp_servers")}
+_MODE_LOCS = {("spec", "mcpToolMode"), ("spec", "mcp_tool_mode")}
 
 
 @dataclass(frozen=True)
@@ -110,6 +111,12 @@ def _shape_error(exc: ValidationError) -> InvalidRequest:
             errors=problems,
         )
     errors = [{"loc": list(e["loc"]), "msg": e["msg"], "type": e["type"]} for e in raw]
+    if all(tuple(e["loc"][:2]) in _MODE_LOCS for e in raw):
+        return _invalid(
+            "invalid_mcp_tool_mode",
+            "invalid Ghost: spec.mcpToolMode must be 'direct' or 'code'",
+            errors=errors,
+        )
     where = ".".join(str(p) for p in raw[0]["loc"]) or "body"
     return _invalid("invalid_ghost", f"invalid Ghost: {where}: {raw[0]['msg']}", errors=errors)
 

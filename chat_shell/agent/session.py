@@ -20,6 +20,7 @@ from chat_shell.contracts import (
     CatalogEntry,
     DoneEvent,
     Event,
+    McpCallEvent,
     McpErrorEvent,
     SkillMatch,
     SkillSpec,
@@ -32,6 +33,7 @@ from chat_shell.errors import InvalidTurnRequest
 from chat_shell.offline import estimate_tokens
 from chat_shell.ports import FrontendChannel, PackageSource, SkillDirectory
 from chat_shell.skills.active import ActiveSkills, last_loaded_records
+from chat_shell.skills.allowed import tool_allowed
 from chat_shell.skills.prompt import (
     EMPTY_LOADED_BLOCK,
     render_file_listing,
@@ -50,6 +52,7 @@ from chat_shell.tools.builtin.skill_files import (
     has_resources,
 )
 from chat_shell.tools.mcp import GHOST_SCOPE, McpServerConfig, McpSessionPool
+from chat_shell.tools.mcp_code import CODE_TOOLS, McpCodeMode, McpFunction, as_functions
 from chat_shell.tools.pending.base import PendingRequestRegistry
 from chat_shell.tools.sandbox import SKILL_RUN, SandboxAccess, SkillRunner
 
@@ -107,6 +110,8 @@ class TurnSession:
         self._pending_requests = pending_requests
         self._pool: McpSessionPool | None = None
         self._directory = directory
+        self._sandbox = sandbox
+        self.mcp_code: McpCodeMode | None = None  # set by start() in code mode
         self.skills = {s.name: s for s in request.skills}
         if len(self.skills) != len(request.skills):
             raise InvalidTurnRequest("two skills share a name")
@@ -166,6 +171,8 @@ class TurnSession:
     async def start(self) -> None:
         """Connect the Ghost's MCP servers and set up the tools of skills active from the start."""
         self._base_tools += await self._connect_mcp(self.request.mcp_servers)
+        if self.request.mcp_tool_mode == "code":
+            await self._start_code_mode()
         runnable: list[SkillSpec | CatalogEntry] = [
             *self.request.skills,
             *(self.request.catalog or []),
@@ -193,6 +200,27 @@ class TurnSession:
         return self._prompt_cache[1]
 
     def visible_tools(self) -> list[BaseTool]:
+        """The tools the model sees. In code mode the MCP tools are left out and, while there
+        are any, list_mcp_servers, search_mcp_tools and execute_code stand in for them."""
+        tools = self._direct_tools()
+        if self.mcp_code is None or self._pool is None:
+            return tools
+        pooled = {id(t) for t in self._pool.tools}
+        kept = [t for t in tools if id(t) not in pooled]
+        if len(kept) < len(tools):
+            names = {t.name for t in kept}
+            kept += [t for t in CODE_TOOLS if t.name not in names]
+        return kept
+
+    def mcp_functions(self) -> list[McpFunction]:
+        """The MCP tools direct mode would show now, as code mode's functions."""
+        pool = self._pool
+        if pool is None:
+            return []
+        found = ((t, pool.server_of(t)) for t in self._direct_tools())
+        return as_functions((t, key[1]) for t, key in found if key is not None)
+
+    def _direct_tools(self) -> list[BaseTool]:
         """load_skill and the Ghost's tools, the file tools while an active skill has files,
         then the tools of active skills (first name wins).
 
@@ -275,6 +303,8 @@ class TurnSession:
         tools += await self._connect_mcp(
             _skill_servers(skill), scope=name, reserved={t.name for t in tools}
         )
+        if skill.allowed_tools is not None:  # outside the skill's allowlist: never offered
+            tools = [t for t in tools if tool_allowed(t.name, self._server(t), skill.allowed_tools)]
         self._tool_skill.update((t.name, name) for t in tools)
         return tools
 
@@ -300,6 +330,36 @@ class TurnSession:
             usage=self.usage,
             tool_calls=self.tool_calls,
         )
+
+    async def _start_code_mode(self) -> None:
+        access = self._sandbox
+        if access is None or not (await access.sandbox.availability()).available:
+            self.emit(
+                McpErrorEvent(
+                    server="",
+                    code="mcp_code_unavailable",
+                    message="MCP code mode needs the sandbox, which is not available here; "
+                    "MCP tools are offered directly this turn",
+                )
+            )
+            return
+        self.mcp_code = McpCodeMode(
+            access,
+            self._stack,
+            functions=self.mcp_functions,
+            failures=lambda: self._pool.failures if self._pool else [],
+            emit=self._code_call,
+        )
+
+    def _code_call(self, event: Event) -> None:
+        """An MCP call from sandboxed code: reported, and it counts as using its skill."""
+        if isinstance(event, McpCallEvent):
+            self.note_tool_use(event.tool)
+        self.emit(event)
+
+    def _server(self, tool: BaseTool) -> str | None:
+        key = self._pool.server_of(tool) if self._pool else None
+        return key[1] if key else None
 
     def _shadowed_ghost_tools(self) -> list[BaseTool]:
         if self._pool is None:

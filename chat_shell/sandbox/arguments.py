@@ -9,7 +9,7 @@ then `/` and `/dev` remounted read-only. The environment is cleared and set from
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from chat_shell.sandbox import wrapper
@@ -21,6 +21,7 @@ from chat_shell.sandbox.port import (
     SandboxRun,
 )
 
+_FIXED_MOUNTS = {"", "/usr", "/etc", "/proc", "/dev", "/tmp", SKILL_DIR, WORKSPACE_DIR, OUTPUT_DIR}
 SANDBOX_UID = 1000  # the uid processes see inside the sandbox
 SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin"
 SYSTEM_LINK_DIRS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
@@ -64,6 +65,10 @@ def bwrap_arguments(
     ]  # fmt: skip
     if request.skill_dir is not None:
         args += ["--ro-bind", str(request.skill_dir), SKILL_DIR]
+    for host, inside in request.mounts:
+        if not inside.startswith("/") or inside.rstrip("/") in _FIXED_MOUNTS:
+            raise ValueError(f"a sandbox mount may not be placed at {inside!r}")
+        args += ["--ro-bind", str(host), inside]
     if request.workspace.is_empty():
         args += ["--dir", OUTPUT_DIR]
     else:  # the wrapper copies it in (and makes the output folder if it is missing)
@@ -73,7 +78,7 @@ def bwrap_arguments(
         "--remount-ro", "/",
         "--chdir", WORKSPACE_DIR,
         "--clearenv",
-        *_environment(request.skill_dir is not None),
+        *_environment(request.skill_dir is not None, request.env),
         "--",
         shell, "-c", wrapper.SCRIPT,
         *wrapper.script_arguments(
@@ -112,8 +117,9 @@ def _system_mounts() -> list[str]:
     return args
 
 
-def _environment(with_skill: bool) -> list[str]:
+def _environment(with_skill: bool, extra: Mapping[str, str]) -> list[str]:
     env = {
+        **extra,
         "PATH": SANDBOX_PATH,
         "HOME": "/tmp",
         "TMPDIR": "/tmp",

@@ -7,7 +7,7 @@ another engine can be added without touching the tools that run code.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -81,12 +81,17 @@ class SandboxRun:
     `skill_dir` is a host directory mounted read-only at `SKILL_DIR` (none: no skill files).
     `workspace` is the host-side state of `WORKSPACE_DIR`; a run that ends by itself saves its
     changes back into it, a run stopped by a limit leaves it as it was.
+    `mounts` are further host directories mounted read-only (host path, absolute sandbox path
+    outside the workspace), e.g. the folder holding the MCP bridge's Unix socket; `env` adds
+    variables to the run's environment (the engine's own names win).
     """
 
     command: str
     workspace: Workspace
     skill_dir: Path | None = None
     limits: SandboxLimits | None = None  # None: the engine's own limits
+    mounts: tuple[tuple[Path, str], ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -79,7 +79,7 @@ class CancelResult(BaseModel):
 _NOT_FOUND = errors((404, "no such conversation of the caller (`conversation_not_found`)"))
 _SSE_EVENTS = (
     "`start`, `token`, `tool_start`, `tool_end`, `skill_loaded`, `skill_error`, `mcp_error`, "
-    "`artifact`, `usage`, then `done` or `error`"
+    "`artifact`, `mcp_call`, `usage`, then `done` or `error`"
 )
 
 

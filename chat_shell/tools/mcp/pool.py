@@ -96,6 +96,12 @@ class McpSessionPool:
         """Every failure reported so far this turn."""
         return list(self._failures)
 
+    def server_of(self, tool: BaseTool) -> tuple[str, str] | None:
+        """(scope, server name) of a tool this pool handed out; None for any other tool."""
+        return next(
+            (key for key, tools in self._tools.items() if any(t is tool for t in tools)), None
+        )
+
     def shadowed(self, server_names: Collection[str]) -> list[BaseTool]:
         """The Ghost-scope tools that a skill declaring `server_names` replaces."""
         return [t for n in server_names for t in self._tools.get((GHOST_SCOPE, n), [])]

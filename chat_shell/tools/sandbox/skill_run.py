@@ -52,11 +52,14 @@ class SandboxAccess:
     """The sandbox a host lends to its turns, and whether users' own skills may use it.
 
     `files` is the turn's conversation (a host sets it per turn): outputs are kept there as
-    artifacts, uploads and a kept workspace come from there. None: nothing outlives the turn."""
+    artifacts, uploads and a kept workspace come from there. None: nothing outlives the turn.
+    `mcp_call_*`: the MCP bridge of code mode (per-call timeout, calls per execution)."""
 
     sandbox: Sandbox
     user_skills: bool = False
     files: ConversationFiles | None = None
+    mcp_call_timeout_s: float = 30.0
+    mcp_call_budget: int = 50
 
 
 async def package_files(source: PackageSource, sha256: str) -> Mapping[str, bytes]:
@@ -114,7 +117,7 @@ class SkillRunner:
                 if result.workspace_saved:
                     kept = await self._keeper.save_workspace(workspace)
         return {
-            **_result_fields(result),
+            **result_fields(result),
             "output_files": listed,
             **({"output_files_truncated": True} if more else {}),
             **({} if kept else {"workspace_kept": False}),
@@ -139,7 +142,7 @@ class SkillRunner:
         return self._workspace
 
 
-def _result_fields(result: SandboxResult) -> dict[str, Any]:
+def result_fields(result: SandboxResult) -> dict[str, Any]:
     fields: dict[str, Any] = {
         "exit_code": result.exit_code,
         "timed_out": result.timed_out,

@@ -121,6 +121,8 @@ CASES: list[tuple[str, dict[str, Any], str, dict[str, Any]]] = [
     ("unknown spec key", {"prompt": "x"}, "invalid_ghost", {}),
     ("temperature range", {"model": {"temperature": 7}}, "invalid_ghost", {}),
     ("spec types", {"skills": "mine", "retentionTurns": "many"}, "invalid_ghost", {}),
+    ("mcp tool mode", {"mcpToolMode": "turbo"}, "invalid_mcp_tool_mode", {}),
+    ("plan execution flag", {"allowPlanExecution": "please"}, "invalid_ghost", {}),
 ]
 
 

@@ -41,7 +41,9 @@ HUGE = 11 * 1024 * 1024  # over every body cap (archives 10 MiB, apply 4 MiB, Gh
 @pytest.fixture
 def settings(settings: Settings) -> Settings:
     """The scripted model server is on loopback: reached through an explicit egress allow."""
-    return settings.model_copy(update={"egress_allow": LOOPBACK_ALLOW})
+    return settings.model_copy(
+        update={"egress_allow": LOOPBACK_ALLOW, "skill_plan_execution": True}
+    )
 
 
 def expect(response: httpx.Response, status: int) -> httpx.Response:
@@ -231,6 +233,38 @@ async def _search(c: httpx.AsyncClient, alice: Account, admin: Account) -> None:
     expect(await c.get(f"{PUBLIC}/ghosts/finder/skills/search?q=x&limit=0", headers=h), 422)
 
 
+PLANNED = (
+    "allowed-tools: echo\n"
+    "mcpServers:\n  fx: {type: http, url: 'http://127.0.0.1:9/mcp'}\n"
+    "plan:\n  - {tool: echo, arguments: {message: '{{prompt}}'}}\n"
+)
+
+
+async def _plans(c: httpx.AsyncClient, alice: Account) -> None:
+    h = alice.headers
+    archive = zips.skill("planned", extra=PLANNED)
+    expect(
+        await c.post(
+            f"{NS}/skills", files={"file": ("p.zip", archive, "application/zip")}, headers=h
+        ),
+        201,
+    )
+    expect(
+        await c.post(f"{NS}/ghosts", json=ghost("planner", allowPlanExecution=True), headers=h), 201
+    )
+    plan = f"{NS}/skills/planned/plan"
+    expect(await c.post(plan, json={"request": "hi"}, headers=h), 200)
+    expect(await c.post(plan, json={}, headers=h), 422)
+    expect(await c.post(f"{NS}/skills/nope/plan", json={"request": "hi"}, headers=h), 404)
+    step = {"tool": "echo", "arguments": {"message": "hi"}}
+    run = {"plan": [step], "ghost": "planner"}
+    executed = expect(await c.post(f"{plan}/execute", json=run, headers=h), 200)
+    assert executed.json()["steps"][0]["error"]["code"] == "plan_tool_unavailable"
+    expect(await c.post(f"{plan}/execute", json={**run, "ghost": "finder"}, headers=h), 403)
+    expect(await c.post(f"{plan}/execute", json={**run, "plan": []}, headers=h), 422)
+    expect(await c.post(f"{NS}/skills/nope/plan/execute", json=run, headers=h), 404)
+
+
 async def _chat(c: httpx.AsyncClient, alice: Account, openai_server: FakeOpenAIServer) -> None:
     setup = await make_setup(c, alice, openai_server)
     h = alice.headers
@@ -347,6 +381,7 @@ async def test_every_documented_status_is_answered_with_its_documented_body(
     await _chat(client, alice, openai_server)
     await _search(client, alice, admin)
     await _artifacts(client, app, alice, bob)
+    await _plans(client, alice)
     for method, url in _each_operation(contract):
         if url.startswith(API):
             assert_error(await client.request(method, url), 401, "missing_token")

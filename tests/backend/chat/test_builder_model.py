@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from pydantic import SecretStr
 
-from backend.chat.builder import TurnInputs, build_turn_request, model_settings
+from backend.chat.builder import TurnInputs, build_turn_request, model_settings, skill_spec
 from backend.config import Settings
 from backend.errors import InvalidRequest
 
@@ -71,3 +71,39 @@ def test_the_turn_request_carries_the_operators_egress_policy() -> None:
     )
     request = build_turn_request(inputs, configured)
     assert request.egress.allow == ("10.0.0.0/8",)
+
+
+@pytest.mark.parametrize(
+    ("mode", "sent"), [(None, "direct"), ("direct", "direct"), ("code", "code")]
+)
+def test_the_ghosts_mcp_tool_mode_reaches_the_turn_request(mode: str | None, sent: str) -> None:
+    spec: dict[str, Any] = {"model": {"name": "offline"}}
+    if mode is not None:
+        spec["mcpToolMode"] = mode
+    inputs = TurnInputs(
+        conversation_id="c",
+        user_id=1,
+        user_name="ann",
+        ghost={"spec": spec},
+        ghost_is_public=False,
+        catalog=[],
+        skills=[],
+        skill_search=False,
+        history=[],
+        user_turns_before=0,
+        user_message="hi",
+        secrets={},
+    )
+    assert build_turn_request(inputs, SERVER).mcp_tool_mode == sent
+
+
+@pytest.mark.parametrize(("stored", "sent"), [([], None), (["echo", "fx/*"], ["echo", "fx/*"])])
+def test_a_skills_allowed_tools_reach_the_engine_unset_when_empty(
+    stored: list[str], sent: list[str] | None
+) -> None:
+    crd = {
+        "metadata": {"name": "fx"},
+        "spec": {"description": "d", "allowedTools": stored},
+        "status": {"public": True, "sha256": "0" * 64},
+    }
+    assert skill_spec(crd).allowed_tools == sent

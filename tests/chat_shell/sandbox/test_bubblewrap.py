@@ -75,6 +75,19 @@ async def test_the_skill_is_read_only_at_skill_dir_and_the_workspace_is_the_cwd(
     ]
 
 
+async def test_extra_mounts_are_read_only_and_extra_variables_are_set(
+    sandbox: BubblewrapSandbox, workspace: Workspace, skill_dir: Path
+) -> None:
+    write_tree(skill_dir, {"note.txt": b"mounted\n"})
+    command = 'cat /extra/note.txt; echo "$EXTRA"; touch /extra/x 2>/dev/null || echo ro'
+    request = SandboxRun(
+        command, workspace, limits=LIMITS, mounts=((skill_dir, "/extra"),), env={"EXTRA": "yes"}
+    )
+    result = await sandbox.run(request)
+
+    assert result.stdout.splitlines() == ["mounted", "yes", "ro"], result.stderr
+
+
 async def test_without_a_skill_there_is_no_skill_dir(
     sandbox: BubblewrapSandbox, workspace: Workspace
 ) -> None:
