@@ -208,6 +208,7 @@ class Settings(BaseSettings):
     )
     conversation_files_bytes: int = Field(
         32 * MiB, ge=1024, description="Bytes of uploaded files one conversation may hold."
+    )
     # --- MCP code mode and skill plans (issue 13) ---------------------------------------------
     mcp_code_call_timeout_seconds: float = Field(
         30.0, gt=0, description="Time one MCP call from sandboxed code (execute_code) may take."

@@ -238,6 +238,8 @@ class ArtifactEvent(_Model):
     mime_type: str
     size: int
     url: str
+
+
 class McpCallEvent(_Model):
     """One MCP tool call made by code in the sandbox (`execute_code`): the audit trail."""
 
