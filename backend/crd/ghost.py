@@ -8,10 +8,35 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AliasChoices, ConfigDict, Field, model_validator
+from pydantic import (
+    AfterValidator,
+    AliasChoices,
+    ConfigDict,
+    Field,
+    WithJsonSchema,
+    model_validator,
+)
 
 from backend.crd.common import API_VERSION, CamelModel, ObjectMeta, ResourceName
 from backend.crd.skill import McpServer
+from backend.plugins.naming import ref_problem
+
+
+def _valid_ref(ref: str) -> str:
+    problem = ref_problem(ref)
+    if problem is not None:
+        raise ValueError(f"skill {ref!r} {problem}")
+    return ref
+
+
+# A skill's name, or `<plugin>/<skill>` for a skill a plugin owns.
+SkillRef = Annotated[
+    str,
+    AfterValidator(_valid_ref),
+    WithJsonSchema(
+        {"type": "string", "pattern": r"^[a-z0-9]+(-[a-z0-9]+)*(/[a-z0-9]+(-[a-z0-9]+)*)?$"}
+    ),
+]
 
 GHOST_KIND: Literal["Ghost"] = "Ghost"
 
@@ -56,8 +81,8 @@ class LabelSelector(CamelModel):
 
 class GhostSpec(CamelModel):
     system_prompt: str = Field("", max_length=100_000)
-    skills: list[ResourceName] = Field(default_factory=list, max_length=500)
-    preload_skills: list[ResourceName] = Field(
+    skills: list[SkillRef] = Field(default_factory=list, max_length=500)
+    preload_skills: list[SkillRef] = Field(
         default_factory=list,
         validation_alias=AliasChoices("preloadSkills", "preload_skills"),
         description="loaded into the first turn's prompt; each must also be in `skills`",
@@ -72,6 +97,8 @@ class GhostSpec(CamelModel):
     # Tokens the full skill catalog may take before the prompt switches to a compact catalog
     # and `search_skills`; unset: SKILLHIVE_CATALOG_BUDGET_TOKENS.
     catalog_budget_tokens: int | None = Field(None, ge=0, le=1_000_000)
+    # Plugins whose every skill and command the Ghost gets (own plugin, else the public one).
+    plugins: list[ResourceName] = Field(default_factory=list, max_length=100)
 
 
 class GhostWarning(CamelModel):
