@@ -9,34 +9,14 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from pydantic import (
-    AfterValidator,
     AliasChoices,
     ConfigDict,
     Field,
-    WithJsonSchema,
     model_validator,
 )
 
-from backend.crd.common import API_VERSION, CamelModel, ObjectMeta, ResourceName
+from backend.crd.common import API_VERSION, CamelModel, ObjectMeta, ResourceName, SkillRef
 from backend.crd.skill import McpServer
-from backend.plugins.naming import ref_problem
-
-
-def _valid_ref(ref: str) -> str:
-    problem = ref_problem(ref)
-    if problem is not None:
-        raise ValueError(f"skill {ref!r} {problem}")
-    return ref
-
-
-# A skill's name, or `<plugin>/<skill>` for a skill a plugin owns.
-SkillRef = Annotated[
-    str,
-    AfterValidator(_valid_ref),
-    WithJsonSchema(
-        {"type": "string", "pattern": r"^[a-z0-9]+(-[a-z0-9]+)*(/[a-z0-9]+(-[a-z0-9]+)*)?$"}
-    ),
-]
 
 GHOST_KIND: Literal["Ghost"] = "Ghost"
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from backend.crd.common import MAX_NAME_LENGTH, name_problem
+from backend.crd.common import MAX_NAME_LENGTH
 
 SEPARATOR = "/"
 
@@ -36,17 +36,3 @@ def fit(plugin: str, skill: str) -> str:
 
 def is_plugin_skill(name: str) -> bool:
     return SEPARATOR in name
-
-
-def ref_problem(ref: str) -> str | None:
-    """What is wrong with a skill reference `name` or `<plugin>/<skill>` (None if valid)."""
-    parts = ref.split(SEPARATOR)
-    if len(parts) > 2:
-        return "has more than one '/'"
-    if len(ref) > MAX_NAME_LENGTH:
-        return f"must be at most {MAX_NAME_LENGTH} characters"
-    for part in parts:
-        problem = name_problem(part)
-        if problem is not None:
-            return problem
-    return None

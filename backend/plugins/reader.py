@@ -154,7 +154,11 @@ def read_skill(
         data = zip_files(base, files)
         package = read_package(data, limits=limits, public=public)
         warnings.append(
-            _warn("name_derived", f"skill name {raw!r} breaks the name rule; imported as {name!r}")
+            _warn(
+                "name_derived",
+                f"skill name {raw!r} breaks the name rule; imported as "
+                f"{naming.full_name(plugin, name)!r}",
+            )
         )
     skill = package.name
     if naming.fit(plugin, skill) != skill:
