@@ -329,15 +329,12 @@ async def referencing_ghosts(session: AsyncSession, scope: Scope, name: str) -> 
     ]
     if scope.user_id != SYSTEM_USER_ID:
         return rows
-    shadowing = set(
-        (
-            await session.execute(
-                select(Kind.user_id, Kind.namespace).where(
-                    Kind.kind == PLUGIN_KIND, Kind.name == name, Kind.user_id != SYSTEM_USER_ID
-                )
-            )
-        ).tuples()
+    found = await session.execute(
+        select(Kind.user_id, Kind.namespace).where(
+            Kind.kind == PLUGIN_KIND, Kind.name == name, Kind.user_id != SYSTEM_USER_ID
+        )
     )
+    shadowing = {(user_id, namespace) for user_id, namespace in found}
     return [
         r for r in rows if r.user_id == SYSTEM_USER_ID or (r.user_id, r.namespace) not in shadowing
     ]
