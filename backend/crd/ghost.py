@@ -78,7 +78,8 @@ class GhostSpec(CamelModel):
     # and `search_skills`; unset: SKILLHIVE_CATALOG_BUDGET_TOKENS.
     catalog_budget_tokens: int | None = Field(None, ge=0, le=1_000_000)
     # Plugins whose every skill and command the Ghost gets (own plugin, else the public one).
-    plugins: list[ResourceName] = Field(default_factory=list, max_length=100)
+    # Unset (not `[]`) when absent, so Ghosts without plugins are stored as before.
+    plugins: list[ResourceName] | None = Field(None, max_length=100)
 
 
 class GhostWarning(CamelModel):

@@ -85,7 +85,7 @@ async def check_references(
             code="unknown_skills",
             details={"skills": unknown, "namespace": scope.namespace, "elsewhere": elsewhere},
         )
-    plugins = ghost.ghost.spec.plugins
+    plugins = ghost.ghost.spec.plugins or []
     have_plugins = await plugin_rows(session, scope, plugins, lock=True)
     missing_plugins = [n for n in plugins if n not in have_plugins]
     if missing_plugins:

@@ -34,7 +34,7 @@ async def ghost_commands(
     """(what to list, every name that invokes something -> its command)."""
     listed: list[Command] = []
     names: dict[str, Command] = {}
-    plugins = ghost["spec"].get("plugins", [])
+    plugins = ghost["spec"].get("plugins") or []
     rows = await plugin_rows(session, owner, plugins)
     found = [(p, rows[p].json["spec"].get("commands", [])) for p in plugins if p in rows]
     counts = Counter(c["name"] for _, commands in found for c in commands)

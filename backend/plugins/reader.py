@@ -107,18 +107,28 @@ def _clean(path: str) -> str:
 
 
 def _skill_folders(tree: Tree, roots: list[str]) -> list[str]:
+    """Every folder under a skills root holding a SKILL.md, at any depth (plugins nest skills:
+    `skills/meeting-sdk/SKILL.md` and `skills/meeting-sdk/linux/SKILL.md` are two skills)."""
     found: set[str] = set()
     for root in roots:
         prefix = f"{root}/" if root else ""
         for path in tree:
-            if not path.startswith(prefix):
+            if not path.startswith(prefix) or is_ignored(path.removeprefix(prefix)):
                 continue
-            rest = path.removeprefix(prefix).split("/")
-            if len(rest) == 2 and rest[1] in SKILL_MD_NAMES and not is_ignored(rest[0]):
-                found.add(f"{prefix}{rest[0]}")
-            elif root and len(rest) == 1 and rest[0] in SKILL_MD_NAMES:
-                found.add(root)  # a path that is itself a skill folder
+            folder, _, file = path.rpartition("/")
+            if file in SKILL_MD_NAMES and folder:
+                found.add(folder)
     return sorted(found)
+
+
+def _skill_files(tree: Tree, folder: str, folders: list[str]) -> dict[str, TreeFile]:
+    """The files of the skill in `folder`, without those of skills nested inside it."""
+    nested = [f"{f}/" for f in folders if f.startswith(f"{folder}/")]
+    return {
+        path.removeprefix(f"{folder}/"): file
+        for path, file in tree.items()
+        if path.startswith(f"{folder}/") and not any(path.startswith(n) for n in nested)
+    }
 
 
 def _rename(md: bytes, name: str) -> bytes:
@@ -168,6 +178,18 @@ def read_skill(
         )
         skill = short
     return SkillDraft(naming.full_name(plugin, skill), folder, package, data, warnings)
+
+
+def _renamed(draft: SkillDraft, plugin: str, folder: str, taken: set[str]) -> SkillDraft | None:
+    """A skill whose name another skill of the plugin has, named after its folder path."""
+    relative = folder.split("/", 1)[1] if "/" in folder else folder
+    name = naming.full_name(plugin, naming.fit(plugin, naming.derive(relative)))
+    if name in taken or name == naming.full_name(plugin, ""):
+        return None
+    old = draft.name
+    message = f"{old!r} is taken by another skill of the plugin; imported as {name!r}"
+    warnings = [*draft.warnings, _warn("name_derived", message)]
+    return SkillDraft(name, draft.path, draft.package, draft.data, warnings)
 
 
 def _command(path: str, file: TreeFile, limits: ArchiveLimits) -> PluginCommand:
@@ -261,17 +283,21 @@ def read_plugin(
     skill_roots = ["skills", *(_clean(p) for p in _paths(info.get("skills")))]
     drafts: list[SkillDraft] = []
     refused: list[Refusal] = []
-    for folder in _skill_folders(tree, skill_roots):
+    folders = _skill_folders(tree, skill_roots)
+    for folder in folders:
         try:
-            draft = read_skill(name, folder, subtree(tree, folder), limits, public=public)
+            draft = read_skill(
+                name, folder, _skill_files(tree, folder, folders), limits, public=public
+            )
         except SkillhiveError as exc:
             refused.append(Refusal(folder, exc.code, exc.message, exc.details))
             continue
         if any(d.name == draft.name for d in drafts):
-            refused.append(
-                Refusal(folder, "duplicate_skill", f"a second skill named {draft.name!r}")
-            )
-            continue
+            renamed = _renamed(draft, name, folder, {d.name for d in drafts})
+            if renamed is None:
+                refused.append(Refusal(folder, "duplicate_skill", "a second skill of that name"))
+                continue
+            draft = renamed
         drafts.append(draft)
     for draft in drafts:  # the plugin's servers are its skills' servers (a skill's own win)
         skill_spec = draft.package.spec

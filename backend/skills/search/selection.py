@@ -98,7 +98,7 @@ class GhostSkills:
             names=tuple(spec.get("skills", [])),
             selector=LabelSelector.from_crd(spec.get("skillSelector")),
             include_public=bool(spec.get("includePublicSkills", False)),
-            plugins=tuple(spec.get("plugins", [])),
+            plugins=tuple(spec.get("plugins") or ()),
         )
 
     def _plugin_skills(self, plugin: str) -> ColumnElement[bool]:

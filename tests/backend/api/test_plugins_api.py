@@ -57,6 +57,7 @@ async def test_a_marketplace_imports_every_local_plugin_skill_and_command(
     assert sorted(s["name"] for s in sales["skills"]) == [
         "sales/account-research",
         "sales/call-prep",
+        "sales/call-prep-deep",
     ]
     assert all(
         s["status"] == "created" for p in ("sales", "ui-toolkit") for s in plugins[p]["skills"]
@@ -99,7 +100,18 @@ async def test_plugins_list_with_their_skills_and_commands(
     sales = await client.get(f"{PLUGINS}/sales", headers=alice.headers)
     assert sales.status_code == 200
     spec = sales.json()["spec"]
-    assert [s["name"] for s in spec["skills"]] == ["sales/account-research", "sales/call-prep"]
+    assert [s["name"] for s in spec["skills"]] == [
+        "sales/account-research",
+        "sales/call-prep",
+        "sales/call-prep-deep",
+    ]
+    skills = await client.get("/api/v1/namespaces/dev/skills", headers=alice.headers)
+    found = {s["metadata"]["name"]: s for s in skills.json()["items"]}
+    outer = [f["path"] for f in found["sales/call-prep"]["spec"]["files"]]
+    assert outer == ["SKILL.md"]  # the nested skill is not part of the outer one
+    deep = found["sales/call-prep-deep"]
+    assert deep["spec"]["prompt"] == "DEEP-BODY"
+    assert "name_derived" in {w["code"] for w in deep["status"]["warnings"]}
     summary = next(c for c in spec["commands"] if c["name"] == "call-summary")
     assert summary["argumentHint"] == "<notes>" and summary["skills"] == ["sales/call-prep"]
     assert "$ARGUMENTS" in summary["prompt"]

@@ -2,7 +2,8 @@
 
 Two plugins by relative path (one under `partner/`), one by remote source; commands with
 `$ARGUMENTS` and `$1`; a `.mcp.json` with `${VAR}` references, an unknown key and an empty
-template server; a skill whose name breaks the name rule (`ui-toolkit/web`); agents and hooks.
+template server; a skill whose name breaks the name rule (`ui-toolkit/web`); a nested skill
+named like another skill, not user-invocable; agents and hooks.
 """
 
 from __future__ import annotations
@@ -56,6 +57,11 @@ SALES_FILES = {
     ),
     "sales/skills/call-prep/SKILL.md": skill_md(
         "call-prep", "Prepare a sales call: attendees, goals, objections.", "CALL-PREP-BODY"
+    ),
+    # nested in call-prep, and named like another skill: imported as `sales/call-prep-deep`
+    "sales/skills/call-prep/deep/SKILL.md": (
+        "---\nname: account-research\ndescription: Deeper research.\n"
+        "user-invocable: false\n---\n\nDEEP-BODY\n"
     ),
     "sales/skills/account-research/SKILL.md": skill_md(
         "account-research", "Research an account before outreach.", "ACCOUNT-BODY"
