@@ -46,7 +46,10 @@ async def test_a_plugin_command_becomes_the_request_and_loads_its_skills(
     assert answer["status"] == "ok", answer
     assert "Active skills: sales/call-prep" in answer["content"]
     assert "met ACME today" in answer["content"]
-    assert [s["name"] for s in answer["loaded_skills"]] == ["sales/call-prep"]
+    assert "sales/call-prep" in [s["name"] for s in answer["loaded_skills"]]
+    # preloaded by the command, not loaded by the model
+    loaded_by_model = [c["args"].get("skill_name") for c in answer["tool_calls"]]
+    assert "sales/call-prep" not in loaded_by_model
 
 
 async def test_a_skill_command_loads_the_skill_directly(
@@ -58,6 +61,7 @@ async def test_a_skill_command_loads_the_skill_directly(
     assert "Active skills: ui-toolkit/web" in answer["content"]
     assert 'You said: "a landing page"' in answer["content"]
     assert [s["name"] for s in answer["loaded_skills"]] == ["ui-toolkit/web"]
+    assert answer["tool_calls"] == []  # preloaded, not loaded by the model
 
 
 async def test_an_unknown_command_is_an_error_not_a_model_call(
