@@ -9,6 +9,7 @@ is reported with its code; so is a skill a plugin cannot keep. Nothing is ever d
 from __future__ import annotations
 
 import asyncio
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -238,23 +239,19 @@ async def import_archive(
         await _read_listing(listing, tree, settings, public=public, fetcher=fetcher)
         for listing in found
     ]
-    names = [o.draft.name for o in outcomes if o.draft is not None]
-    for outcome in outcomes:
-        if (
-            outcome.draft is not None
-            and names.count(outcome.draft.name) > 1
-            and outcome
-            is not next(
-                o for o in outcomes if o.draft is not None and o.draft.name == outcome.draft.name
-            )
-        ):
+    seen: set[str] = set()
+    for outcome in outcomes:  # a marketplace listing one plugin twice imports it once
+        if outcome.draft is None:
+            continue
+        if outcome.draft.name in seen:
             outcome.draft, outcome.error = (
                 None,
                 InvalidRequest(
-                    f"the marketplace lists plugin {outcome.name!r} twice",
-                    code="duplicate_plugin",
+                    f"the marketplace lists plugin {outcome.name!r} twice", code="duplicate_plugin"
                 ),
             )
+            continue
+        seen.add(outcome.draft.name)
     for outcome in outcomes:
         if outcome.draft is not None:
             await _write(session, settings, scope, outcome, actor)
@@ -277,8 +274,6 @@ async def import_archive(
 
 
 def _json_document(tree: dict[str, TreeFile]) -> Any:
-    import json
-
     try:
         return json.loads(tree[MARKETPLACE].data.decode("utf-8-sig"))
     except (UnicodeDecodeError, ValueError) as exc:

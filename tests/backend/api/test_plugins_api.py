@@ -259,3 +259,15 @@ async def test_a_ghost_lists_its_commands_and_invocable_skills(
     }
     assert items["ui-toolkit/web"]["source"] == "skill"
     assert_error(await client.get(url, headers=bob.headers), 404, "ghost_not_found")
+
+
+async def test_a_plugin_listed_twice_is_imported_once_and_the_second_reported(
+    client: httpx.AsyncClient, alice: Account
+) -> None:
+    twice = {"name": "m", "plugins": [{"name": "sales", "source": "./sales"}] * 2}
+    files = {".claude-plugin/marketplace.json": json.dumps(twice), **SALES_FILES}
+    answer = await post_zip(client, alice, build_zip(files))
+    assert answer.status_code == 201, answer.text
+    first, second = answer.json()["plugins"]
+    assert first["status"] == "created"
+    assert second["status"] == "refused" and second["code"] == "duplicate_plugin"
