@@ -23,6 +23,7 @@ from backend.api.routes import (
     health,
     me,
     metrics,
+    plugins,
     secrets,
     skill_install,
     skill_plans,
@@ -81,6 +82,13 @@ def _api_router() -> APIRouter:
     api.include_router(skills.public)
     api.include_router(ghosts.namespaced)
     api.include_router(ghosts.public)
+    for router in (
+        plugins.namespaced,
+        plugins.public,
+        plugins.ghost_namespaced,
+        plugins.ghost_public,
+    ):
+        api.include_router(router)
     api.include_router(apply.router)
     return api
 

@@ -21,11 +21,13 @@ from backend.artifacts.turn_files import turn_access
 from backend.chat import conversations
 from backend.chat.builder import TurnInputs, build_turn_request, needs_secrets, wanted_skills
 from backend.chat.catalog import GhostSkillDirectory, SkillSpecCache, turn_skills
+from backend.chat.commands import unescape
 from backend.chat.events import EventData, EventSink, message_json
 from backend.config import Settings
 from backend.db.models import Message
 from backend.errors import SkillhiveError, Unauthorized
 from backend.ghosts.resolve import ghost_skills, resolve_ghost, resolve_skills
+from backend.plugins.commands import invocation_for, with_preloads
 from backend.secrets import service as secrets
 from chat_shell.agent.runner import run_turn
 from chat_shell.contracts import ErrorEvent, Event, TurnRequest
@@ -134,6 +136,12 @@ class TurnRunner:
             if not user.is_active:  # deactivated while the turn waited: none of its secrets
                 raise Unauthorized("user is deactivated", code="user_inactive")
             ghost, owner_scope = await resolve_ghost(session, user.id, conversation.ghost)
+            # A `/command` becomes the request and preloads its skills (backend/chat/commands.py).
+            message = window.user_message.content
+            invocation = await invocation_for(session, owner_scope, ghost, message)
+            if invocation is not None:
+                ghost = with_preloads(ghost, invocation.skills)
+            message = invocation.request if invocation is not None else unescape(message)
             source = ghost_skills(owner_scope, ghost)
             budget = ghost["spec"].get("catalogBudgetTokens")
             skills = await turn_skills(
@@ -141,7 +149,7 @@ class TurnRunner:
                 source,
                 self.skill_specs,
                 budget_tokens=self.settings.catalog_budget_tokens if budget is None else budget,
-                message=window.user_message.content,
+                message=message,
                 wanted=wanted_skills(ghost, window.history, window.user_turns_before),
                 threshold=self.settings.skill_search_threshold,
             )
@@ -164,7 +172,7 @@ class TurnRunner:
             skill_search=skills.search,
             history=window.history,
             user_turns_before=window.user_turns_before,
-            user_message=window.user_message.content,
+            user_message=message,
             secrets=user_secrets,
             disabled_preloads=disabled,
         )

@@ -59,6 +59,41 @@ ResourceName = Annotated[
 ]
 
 
+def ref_problem(ref: str) -> str | None:
+    """What is wrong with a skill reference: a name, or `<plugin>/<skill>` for a skill a plugin
+    owns (backend/plugins); None if it is valid."""
+    parts = ref.split("/")
+    if len(parts) > 2:
+        return "has more than one '/'"
+    if len(ref) > MAX_NAME_LENGTH:
+        return f"must be at most {MAX_NAME_LENGTH} characters (it has {len(ref)})"
+    for part in parts:
+        problem = name_problem(part)
+        if problem is not None:
+            return problem
+    return None
+
+
+def _valid_ref(ref: str) -> str:
+    problem = ref_problem(ref)
+    if problem is not None:
+        raise ValueError(f"skill {ref!r} {problem}")
+    return ref
+
+
+SkillRef = Annotated[
+    str,
+    AfterValidator(_valid_ref),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "pattern": f"^{NAME_PATTERN.pattern}(?:/{NAME_PATTERN.pattern})?$",
+            "maxLength": MAX_NAME_LENGTH,
+        }
+    ),
+]
+
+
 class CamelModel(BaseModel):
     """Wire models: snake_case in Python, camelCase in JSON, unknown keys refused."""
 
@@ -79,3 +114,9 @@ class ObjectMeta(CamelModel):
     labels: dict[str, str] = Field(default_factory=dict)
     resource_version: int | None = None
     creation_timestamp: datetime | None = None
+
+
+class SkillMeta(ObjectMeta):
+    """A Skill's `metadata`: its name may be `<plugin>/<skill>` (a skill a plugin owns)."""
+
+    name: SkillRef

@@ -8,9 +8,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AliasChoices, ConfigDict, Field, model_validator
+from pydantic import (
+    AliasChoices,
+    ConfigDict,
+    Field,
+    model_validator,
+)
 
-from backend.crd.common import API_VERSION, CamelModel, ObjectMeta, ResourceName
+from backend.crd.common import API_VERSION, CamelModel, ObjectMeta, ResourceName, SkillRef
 from backend.crd.skill import McpServer
 
 GHOST_KIND: Literal["Ghost"] = "Ghost"
@@ -56,8 +61,8 @@ class LabelSelector(CamelModel):
 
 class GhostSpec(CamelModel):
     system_prompt: str = Field("", max_length=100_000)
-    skills: list[ResourceName] = Field(default_factory=list, max_length=500)
-    preload_skills: list[ResourceName] = Field(
+    skills: list[SkillRef] = Field(default_factory=list, max_length=500)
+    preload_skills: list[SkillRef] = Field(
         default_factory=list,
         validation_alias=AliasChoices("preloadSkills", "preload_skills"),
         description="loaded into the first turn's prompt; each must also be in `skills`",
@@ -78,6 +83,9 @@ class GhostSpec(CamelModel):
     # Skill plans may run through this Ghost's name (POST .../plan/execute), where the operator
     # allows it too (SKILLHIVE_SKILL_PLAN_EXECUTION). Unset: false.
     allow_plan_execution: bool | None = None
+    # Plugins whose every skill and command the Ghost gets (own plugin, else the public one).
+    # Unset (not `[]`) when absent, so Ghosts without plugins are stored as before.
+    plugins: list[ResourceName] | None = Field(None, max_length=100)
 
 
 class GhostWarning(CamelModel):

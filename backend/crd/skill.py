@@ -19,7 +19,7 @@ from pydantic import (
     model_validator,
 )
 
-from backend.crd.common import API_VERSION, CamelModel, ObjectMeta
+from backend.crd.common import API_VERSION, CamelModel, SkillMeta
 
 SKILL_KIND: Final = "Skill"
 
@@ -122,6 +122,6 @@ class SkillStatus(CamelModel):
 class Skill(CamelModel):
     api_version: Literal["skillhive.io/v1"] = API_VERSION
     kind: Literal["Skill"] = SKILL_KIND
-    metadata: ObjectMeta
+    metadata: SkillMeta
     spec: SkillSpec
     status: SkillStatus

@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.crd.common import name_problem
 from backend.crd.ghost import GHOST_KIND, current_spelling
+from backend.crd.plugin import PLUGIN_KIND
 from backend.crd.skill import SKILL_KIND
 from backend.db.models import SYSTEM_USER_ID, Kind
 from backend.errors import InvalidRequest
@@ -65,6 +66,30 @@ async def skill_rows(
         scopes.append(owner)
     stmt = select(Kind).where(
         Kind.kind == SKILL_KIND,
+        Kind.name.in_(wanted),
+        or_(*(and_(Kind.user_id == s.user_id, Kind.namespace == s.namespace) for s in scopes)),
+    )
+    if lock:
+        stmt = stmt.with_for_update(read=True)
+    found: dict[str, Kind] = {}
+    for row in await session.scalars(stmt):
+        if row.name not in found or row.user_id != SYSTEM_USER_ID:  # own beats public
+            found[row.name] = row
+    return found
+
+
+async def plugin_rows(
+    session: AsyncSession, owner: Scope, names: Sequence[str], *, lock: bool = False
+) -> dict[str, Kind]:
+    """name -> the Plugin row each name resolves to (own, else public), as `skill_rows`."""
+    wanted = set(names)
+    if not wanted:
+        return {}
+    scopes = [PUBLIC_SKILLS]
+    if owner.user_id != SYSTEM_USER_ID:
+        scopes.append(owner)
+    stmt = select(Kind).where(
+        Kind.kind == PLUGIN_KIND,
         Kind.name.in_(wanted),
         or_(*(and_(Kind.user_id == s.user_id, Kind.namespace == s.namespace) for s in scopes)),
     )

@@ -19,7 +19,7 @@ from backend.crd.ghost import GHOST_KIND, current_spelling
 from backend.crd.skill import SKILL_KIND
 from backend.db.models import SYSTEM_USER_ID, Kind, Secret
 from backend.errors import InvalidRequest
-from backend.ghosts.resolve import skill_rows
+from backend.ghosts.resolve import plugin_rows, skill_rows
 from backend.ghosts.status import served, served_many
 from backend.ghosts.validation import GhostInput, parse_ghost
 from backend.kinds import store
@@ -84,6 +84,16 @@ async def check_references(
             _unknown_skills(scope, unknown, elsewhere),
             code="unknown_skills",
             details={"skills": unknown, "namespace": scope.namespace, "elsewhere": elsewhere},
+        )
+    plugins = ghost.ghost.spec.plugins or []
+    have_plugins = await plugin_rows(session, scope, plugins, lock=True)
+    missing_plugins = [n for n in plugins if n not in have_plugins]
+    if missing_plugins:
+        raise InvalidRequest(
+            f"no plugin named {', '.join(missing_plugins)} in namespace {scope.namespace!r}"
+            + ("" if scope.user_id == SYSTEM_USER_ID else " or among public plugins"),
+            code="unknown_plugins",
+            details={"plugins": missing_plugins, "namespace": scope.namespace},
         )
     if scope.user_id == SYSTEM_USER_ID or not ghost.secrets:
         return

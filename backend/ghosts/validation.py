@@ -151,6 +151,11 @@ def _check_skill_lists(ghost: Ghost) -> None:
     twice = sorted({n for names in lists for n, count in Counter(names).items() if count > 1})
     if twice:
         raise _invalid("duplicate_skills", f"skills listed twice: {', '.join(twice)}", skills=twice)
+    plugins = sorted({n for n, count in Counter(spec.plugins or []).items() if count > 1})
+    if plugins:
+        raise _invalid(
+            "duplicate_plugins", f"plugins listed twice: {', '.join(plugins)}", plugins=plugins
+        )
     known = set(spec.skills)
     extra = [n for n in spec.preload_skills if n not in known]
     if extra:

@@ -13,7 +13,7 @@ import hashlib
 from dataclasses import dataclass
 from datetime import datetime
 
-from backend.crd.common import ObjectMeta
+from backend.crd.common import SkillMeta
 from backend.crd.skill import Skill, SkillFile, SkillSpec, SkillStatus, SkillWarning
 from backend.skills.errors import ErrorCode, PackageError, translated
 from backend.skills.fields import build_spec, resolve_name
@@ -48,7 +48,7 @@ class SkillPackage:
         resource_version: int | None = None,
         creation_timestamp: datetime | None = None,
     ) -> Skill:
-        meta = ObjectMeta(
+        meta = SkillMeta(
             name=self.name,
             namespace=namespace,
             labels=labels or {},

@@ -19,7 +19,7 @@ from sqlalchemy import and_, exists, false, not_, or_, select, true
 from sqlalchemy.orm import aliased
 from sqlalchemy.sql.elements import ColumnElement
 
-from backend.db.models import SYSTEM_USER_ID, SkillLabel, SkillSearch
+from backend.db.models import SYSTEM_USER_ID, Kind, SkillLabel, SkillSearch
 from backend.kinds.store import Scope
 
 PUBLIC_SKILLS = Scope(SYSTEM_USER_ID, "default")
@@ -88,6 +88,7 @@ class GhostSkills:
     names: tuple[str, ...] = ()
     selector: LabelSelector | None = None
     include_public: bool = False
+    plugins: tuple[str, ...] = ()  # every skill of these plugins (`<plugin>/<skill>`)
 
     @classmethod
     def from_crd(cls, owner: Scope, ghost: Mapping[str, Any]) -> GhostSkills:
@@ -97,7 +98,24 @@ class GhostSkills:
             names=tuple(spec.get("skills", [])),
             selector=LabelSelector.from_crd(spec.get("skillSelector")),
             include_public=bool(spec.get("includePublicSkills", False)),
+            plugins=tuple(spec.get("plugins") or ()),
         )
+
+    def _plugin_skills(self, plugin: str) -> ColumnElement[bool]:
+        """The skills of `plugin`: the owner's plugin of that name, else the public one."""
+        named = SkillSearch.name.startswith(f"{plugin}/", autoescape=True)
+        public = _in_scope(PUBLIC_SKILLS)
+        if self.is_public_ghost:
+            return and_(named, public)
+        own_plugin = exists(
+            select(Kind.id).where(
+                Kind.kind == "Plugin",
+                Kind.user_id == self.owner.user_id,
+                Kind.namespace == self.owner.namespace,
+                Kind.name == plugin,
+            )
+        )
+        return and_(named, or_(_in_scope(self.owner), and_(public, not_(own_plugin))))
 
     @property
     def is_public_ghost(self) -> bool:
@@ -129,6 +147,7 @@ class GhostSkills:
             parts.append(and_(_in_scope(self.owner), chosen))
         if self.include_public or (chosen is not None and self.is_public_ghost):
             parts.append(public if chosen is None else and_(public, chosen))
+        parts += [self._plugin_skills(p) for p in self.plugins]
         if not parts:
             return false()
         return and_(SkillSearch.enabled.is_(True), SkillSearch.chat.is_(True), or_(*parts))

@@ -26,6 +26,12 @@ from tests.backend.api.ghost_helpers import ghost
 from tests.backend.api.test_auth import assert_error
 from tests.backend.chat.conftest import LOOPBACK_ALLOW, make_setup
 from tests.backend.chat.test_rest_chat import held_turn
+from tests.backend.plugins.fixture_marketplace import (
+    MARKETPLACE,
+    TOOLKIT_FILES,
+    build_zip,
+    plugin_zip,
+)
 from tests.conftest import Account
 from tests.fake_openai_server import FakeOpenAIServer, Reply
 from tests.support import zips
@@ -161,6 +167,45 @@ async def _ghosts(c: httpx.AsyncClient, base: str, writer: Account, other: Accou
         ):
             expect(response, 422)
     expect(await c.delete(f"{base}/g", headers=h), 204)
+
+
+async def _plugins(c: httpx.AsyncClient, base: str, writer: Account, other: Account) -> None:
+    """Every status of one plugin tree and of the Ghost commands route beside it."""
+    h = writer.headers
+    own = base.startswith(NS)
+    plugin = plugin_zip(TOOLKIT_FILES, "partner/ui-toolkit/")
+    remote_only = {**MARKETPLACE, "plugins": MARKETPLACE["plugins"][2:]}
+    nothing = build_zip({".claude-plugin/marketplace.json": json.dumps(remote_only)})
+    expect(await c.post(base, content=plugin, headers={**h, **ZIP}), 201)
+    expect(await c.post(base, content=nothing, headers={**h, **ZIP}), 200)
+    expect(await c.post(base, content=plugin, headers={**h, **ZIP}), 409)
+    expect(await c.post(base, content=b"x", headers={**h, "Content-Type": "text/plain"}), 415)
+    expect(await c.post(base, content=b"not a zip", headers={**h, **ZIP}), 422)
+    expect(await c.post(base, **oversized(h, "application/zip")), 413)
+    expect(await c.get(base, headers=h), 200)
+    expect(await c.get(f"{base}?limit=0", headers=h), 422)
+    expect(await c.get(f"{base}/ui-toolkit", headers=h), 200)
+    expect(await c.get(f"{base}/nope", headers=h), 404)
+    expect(await c.delete(f"{base}/nope", headers=h), 404)
+    ghosts = base.replace("/plugins", "/ghosts")
+    expect(await c.post(ghosts, json=ghost("kit", plugins=["ui-toolkit"]), headers=h), 201)
+    expect(await c.get(f"{ghosts}/kit/commands", headers=h), 200)
+    expect(await c.get(f"{ghosts}/nope/commands", headers=h), 404)
+    expect(await c.delete(f"{base}/ui-toolkit", headers=h), 409)
+    if not own:
+        expect(await c.post(base, content=plugin, headers={**other.headers, **ZIP}), 403)
+        expect(await c.delete(f"{base}/ui-toolkit", headers=other.headers), 403)
+    else:
+        bad = base.replace("/dev/", "/Bad_NS/")
+        for path in (
+            bad,
+            f"{bad}/ui-toolkit",
+            f"{bad.replace('/plugins', '/ghosts')}/kit/commands",
+        ):
+            expect(await c.get(path, headers=h), 422)
+        expect(await c.delete(f"{bad}/ui-toolkit", headers=h), 422)
+    expect(await c.delete(f"{ghosts}/kit", headers=h), 204)
+    expect(await c.delete(f"{base}/ui-toolkit", headers=h), 204)
 
 
 async def _apply(c: httpx.AsyncClient, alice: Account, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -377,6 +422,8 @@ async def test_every_documented_status_is_answered_with_its_documented_body(
     await _skills(client, f"{PUBLIC}/skills", admin, alice)
     await _ghosts(client, f"{NS}/ghosts", alice, admin)
     await _ghosts(client, f"{PUBLIC}/ghosts", admin, alice)
+    await _plugins(client, f"{NS}/plugins", alice, admin)
+    await _plugins(client, f"{PUBLIC}/plugins", admin, alice)
     await _apply(client, alice, monkeypatch)
     await _chat(client, alice, openai_server)
     await _search(client, alice, admin)

@@ -1,0 +1,1 @@
+"""Claude Code plugins: import (ZIP of a plugin or a marketplace), storage, slash commands."""

@@ -1,0 +1,96 @@
+"""What a Ghost offers after `/`: its plugins' commands and its user-invocable skills.
+
+A plugin command is offered as `/<command>`, and always as `/<plugin>:<command>` (the listing
+shows the short name when no other plugin of the Ghost has a command of that name). A skill is
+`/<skill>` (`/<plugin>/<skill>` or `/<plugin>:<skill>` for a plugin's skill), unless its
+frontmatter says `user-invocable: false`. Commands win over skills of the same name.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from backend.chat.commands import Command, Invocation, expand, invoked_name
+from backend.db.models import Kind, SkillSearch
+from backend.ghosts.resolve import ghost_skills, plugin_rows
+from backend.kinds.store import Scope
+
+MAX_SKILL_COMMANDS = 1000  # a Ghost selecting more skills offers the first ones by name
+
+
+def _invocable(crd: dict[str, Any]) -> bool:
+    extra = crd.get("spec", {}).get("extra", {})
+    value = extra.get("user-invocable", extra.get("userInvocable", True))
+    return value is not False and str(value).lower() != "false"
+
+
+async def ghost_commands(
+    session: AsyncSession, owner: Scope, ghost: dict[str, Any]
+) -> tuple[list[Command], dict[str, Command]]:
+    """(what to list, every name that invokes something -> its command)."""
+    listed: list[Command] = []
+    names: dict[str, Command] = {}
+    plugins = ghost["spec"].get("plugins") or []
+    rows = await plugin_rows(session, owner, plugins)
+    found = [(p, rows[p].json["spec"].get("commands", [])) for p in plugins if p in rows]
+    counts = Counter(c["name"] for _, commands in found for c in commands)
+    for plugin, commands in found:
+        for raw in commands:
+            short = raw["name"]
+            qualified = f"{plugin}:{short}"
+            command = Command(
+                name=short if counts[short] == 1 else qualified,
+                description=raw.get("description", ""),
+                argument_hint=raw.get("argumentHint"),
+                source=f"plugin:{plugin}",
+                prompt=raw["prompt"],
+                skills=tuple(raw.get("skills", [])),
+            )
+            listed.append(command)
+            names[qualified] = command
+            names.setdefault(command.name, command)
+    source = ghost_skills(owner, ghost)
+    stmt = (
+        select(SkillSearch.name, SkillSearch.description, Kind.json)
+        .join(Kind, Kind.id == SkillSearch.kind_id)
+        .where(source.condition())
+        .order_by(SkillSearch.name)
+        .limit(MAX_SKILL_COMMANDS)
+    )
+    for name, description, crd in (await session.execute(stmt)).all():
+        if not _invocable(crd) or name in names:
+            continue
+        hint = crd["spec"].get("extra", {}).get("argument-hint")
+        command = Command(
+            name=name,
+            description=description,
+            argument_hint=None if hint is None else str(hint),
+            source="skill",
+            skills=(name,),
+        )
+        listed.append(command)
+        names[name] = command
+        names.setdefault(name.replace("/", ":", 1), command)
+    return listed, names
+
+
+async def invocation_for(
+    session: AsyncSession, owner: Scope, ghost: dict[str, Any], message: str
+) -> Invocation | None:
+    """The command `message` invokes on this Ghost (None: an ordinary message); 422
+    `unknown_command` when the Ghost offers no such command."""
+    if invoked_name(message) is None:
+        return None
+    _, names = await ghost_commands(session, owner, ghost)
+    return expand(message, names)
+
+
+def with_preloads(ghost: dict[str, Any], skills: tuple[str, ...]) -> dict[str, Any]:
+    """The Ghost as one turn sees it: `skills` preloaded on top of its own preloads."""
+    spec = ghost["spec"]
+    preloads = list(dict.fromkeys([*spec.get("preloadSkills", []), *skills]))
+    return {**ghost, "spec": {**spec, "preloadSkills": preloads}}

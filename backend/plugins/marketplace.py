@@ -1,0 +1,117 @@
+"""A marketplace (`.claude-plugin/marketplace.json`): which plugins it lists and where they are.
+
+A plugin's `source` is a relative path inside the marketplace (`./sales`, resolved against
+`metadata.pluginRoot` when it is a bare name) or a remote source (`url`, `git-subdir`,
+`github`): those are fetched by an injectable `RemoteFetcher` (the URL import path, with its
+egress policy); without one they are reported as refused, `remote_source_unavailable`.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from backend.errors import InvalidRequest
+from backend.plugins.tree import MARKETPLACE, Tree, TreeFile
+from chat_shell.packages import path_problem
+
+
+@dataclass(frozen=True)
+class RemoteSource:
+    """Where a remote plugin is: a git repository or archive URL, ref or commit, sub-path."""
+
+    type: str  # url | git-subdir | github | ...
+    url: str | None
+    ref: str | None = None
+    commit: str | None = None
+    path: str | None = None
+
+
+class RemoteFetcher(Protocol):
+    """Fetches a remote plugin's files (the URL/git importer provides one)."""
+
+    async def fetch(self, source: RemoteSource) -> dict[str, TreeFile]: ...
+
+
+@dataclass(frozen=True)
+class Listing:
+    """One plugin a marketplace lists: its entry and a local folder or a remote source."""
+
+    name: str
+    entry: dict[str, Any]
+    folder: str | None = None
+    remote: RemoteSource | None = None
+    problem: tuple[str, str] | None = None  # (code, message) when the entry itself is unusable
+
+
+def _remote(source: dict[str, Any]) -> RemoteSource:
+    kind = str(source.get("source") or "")
+    url = source.get("url") or source.get("repo")
+    if kind == "github" and isinstance(source.get("repo"), str):
+        url = f"https://github.com/{source['repo']}.git"
+    return RemoteSource(
+        type=kind,
+        url=str(url) if url else None,
+        ref=source.get("ref") if isinstance(source.get("ref"), str) else None,
+        commit=source.get("sha") if isinstance(source.get("sha"), str) else None,
+        path=source.get("path") if isinstance(source.get("path"), str) else None,
+    )
+
+
+def _local(raw: str, plugin_root: str, tree: Tree) -> str | tuple[str, str]:
+    path = raw.strip()
+    if not path.startswith(("./", "../")) and plugin_root:
+        path = posixpath.join(plugin_root, path)
+    folder = posixpath.normpath(path.removeprefix("./")).strip("/")
+    if folder == ".":
+        folder = ""
+    if folder.startswith("..") or (folder and path_problem(folder) is not None):
+        return ("invalid_plugin_source", f"source {raw!r} leaves the marketplace")
+    prefix = f"{folder}/" if folder else ""
+    if not any(p.startswith(prefix) for p in tree):
+        return ("plugin_source_missing", f"source {raw!r} is not in the archive")
+    return folder
+
+
+def listings(tree: Tree, document: Any) -> list[Listing]:
+    """The plugins `document` (marketplace.json, parsed) lists, in its order."""
+    if not isinstance(document, dict) or not isinstance(document.get("plugins"), list):
+        raise InvalidRequest(
+            f"{MARKETPLACE} must be an object with a 'plugins' list",
+            code="invalid_marketplace",
+            details={"entry": MARKETPLACE},
+        )
+    metadata = document.get("metadata")
+    if not isinstance(metadata, dict):
+        metadata = {}
+    plugin_root = str(metadata.get("pluginRoot") or "").removeprefix("./").strip("/")
+    found: list[Listing] = []
+    for index, entry in enumerate(document["plugins"]):
+        if not isinstance(entry, dict):
+            found.append(
+                Listing(f"#{index}", {}, problem=("invalid_plugin_entry", "not an object"))
+            )
+            continue
+        name = str(entry.get("name") or f"#{index}")
+        source = entry.get("source")
+        if isinstance(source, str):
+            local = _local(source, plugin_root, tree)
+            if isinstance(local, tuple):
+                found.append(Listing(name, entry, problem=local))
+            else:
+                found.append(Listing(name, entry, folder=local))
+        elif isinstance(source, dict):
+            if source.get("source") == "local" and isinstance(source.get("path"), str):
+                local = _local(source["path"], plugin_root, tree)
+                if isinstance(local, tuple):
+                    found.append(Listing(name, entry, problem=local))
+                else:
+                    found.append(Listing(name, entry, folder=local))
+            else:
+                found.append(Listing(name, entry, remote=_remote(source)))
+        else:
+            found.append(
+                Listing(name, entry, problem=("invalid_plugin_entry", "the entry has no source"))
+            )
+    return found

@@ -1,0 +1,38 @@
+"""Names inside a plugin: valid skill names derived from what plugins publish, and full names.
+
+A plugin's skills are `<plugin>/<skill>` everywhere (Ghost lists, chat, the skills API), so two
+plugins never collide. The whole name fits the 64 characters of a stored name.
+"""
+
+from __future__ import annotations
+
+import re
+
+from backend.crd.common import MAX_NAME_LENGTH
+
+SEPARATOR = "/"
+
+
+def derive(raw: str, *, plugin: str | None = None) -> str:
+    """A valid name from `raw` (e.g. `ui-toolkit/web` in plugin `ui-toolkit` -> `web`,
+    `Web Tools` -> `web-tools`); "" when nothing usable is left."""
+    text = raw.strip()
+    if plugin is not None:
+        for sep in ("/", ":"):
+            text = text.removeprefix(f"{plugin}{sep}")
+    text = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+    return text[:MAX_NAME_LENGTH].strip("-")
+
+
+def full_name(plugin: str, skill: str) -> str:
+    return f"{plugin}{SEPARATOR}{skill}"
+
+
+def fit(plugin: str, skill: str) -> str:
+    """`skill`, shortened so `<plugin>/<skill>` fits a stored name."""
+    room = MAX_NAME_LENGTH - len(plugin) - len(SEPARATOR)
+    return skill[:room].strip("-")
+
+
+def is_plugin_skill(name: str) -> bool:
+    return SEPARATOR in name

@@ -1,0 +1,362 @@
+"""Plugin storage: a `Plugin` row in `kinds` owning `Skill` rows named `<plugin>/<skill>`.
+
+An import reads and checks everything first (off the event loop), then writes every accepted
+plugin with its skills, their first versions and search rows in one transaction. A plugin that
+cannot be imported (name taken, a refused MCP server, a remote source without a fetcher, ...)
+is reported with its code; so is a skill a plugin cannot keep. Nothing is ever dropped silently.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import Text, cast, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from backend.config import Settings
+from backend.crd.common import ObjectMeta
+from backend.crd.ghost import GHOST_KIND, current_spelling
+from backend.crd.plugin import PLUGIN_KIND, Plugin, PluginStatus
+from backend.crd.skill import SKILL_KIND
+from backend.db.models import SYSTEM_USER_ID, Kind, Secret
+from backend.egress import check_egress
+from backend.errors import Conflict, InvalidRequest, SkillhiveError
+from backend.kinds import store
+from backend.kinds.store import Scope
+from backend.plugins.marketplace import Listing, RemoteFetcher, listings
+from backend.plugins.reader import PluginDraft, read_plugin
+from backend.plugins.tree import MARKETPLACE, TreeFile, read_tree, rooted, subtree
+from backend.skills import versions
+from backend.skills.limits import ArchiveLimits
+from backend.skills.search.index import index_skill
+
+PLUGIN_LABEL = "skillhive.io/plugin"  # on each skill a plugin owns
+
+
+@dataclass
+class Outcome:
+    """What happened to one plugin of an import."""
+
+    name: str
+    draft: PluginDraft | None = None
+    error: SkillhiveError | None = None
+    source: dict[str, Any] = field(default_factory=dict)
+
+    def answer(self) -> dict[str, Any]:
+        if self.draft is None:
+            assert self.error is not None
+            return {
+                "name": self.name,
+                "status": "refused",
+                "code": self.error.code,
+                "message": self.error.message,
+                "details": self.error.details,
+            }
+        draft = self.draft
+        skills: list[dict[str, Any]] = [
+            {
+                "name": s.name,
+                "path": s.path,
+                "status": "created",
+                "warnings": [w.model_dump() for w in s.warnings + list(s.package.warnings)],
+            }
+            for s in draft.skills
+        ]
+        skills += [{**r.answer(), "status": "refused"} for r in draft.refused_skills]
+        return {
+            "name": draft.name,
+            "status": "created",
+            "skills": skills,
+            "commands": [c.name for c in draft.spec.commands],
+            "mcpServers": sorted(draft.spec.mcp_servers),
+            "secrets": draft.spec.secrets,
+            "warnings": [w.model_dump() for w in draft.warnings],
+        }
+
+
+def _limits(settings: Settings) -> ArchiveLimits:
+    return ArchiveLimits.from_settings(settings)
+
+
+def _check_egress(draft: PluginDraft, settings: Settings) -> None:
+    urls = {n: s.url for n, s in draft.spec.mcp_servers.items() if s.url is not None}
+    for skill in draft.skills:  # a skill's own servers too
+        urls.update({n: s.url for n, s in skill.package.spec.mcp_servers.items() if s.url})
+    check_egress(urls, settings.egress, key="server", what="MCP servers")
+
+
+async def _read_listing(
+    listing: Listing,
+    tree: dict[str, TreeFile],
+    settings: Settings,
+    *,
+    public: bool,
+    fetcher: RemoteFetcher | None,
+) -> Outcome:
+    outcome = Outcome(listing.name)
+    try:
+        if listing.problem is not None:
+            code, message = listing.problem
+            raise InvalidRequest(f"plugin {listing.name!r}: {message}", code=code)
+        if listing.remote is not None:
+            remote = listing.remote
+            outcome.source = {"type": remote.type, "url": remote.url, "commit": remote.commit}
+            if fetcher is None:
+                raise InvalidRequest(
+                    f"plugin {listing.name!r} lives at a remote source ({remote.type}); "
+                    "this server cannot fetch it here: import it from its own URL",
+                    code="remote_source_unavailable",
+                    details={"source": outcome.source},
+                )
+            files = await fetcher.fetch(remote)
+        else:
+            assert listing.folder is not None
+            outcome.source = {"type": "marketplace", "path": listing.folder}
+            files = subtree(tree, listing.folder)
+        draft = await asyncio.to_thread(
+            read_plugin,
+            files,
+            fallback_name=listing.name,
+            entry=listing.entry,
+            limits=_limits(settings),
+            public=public,
+        )
+        if not public:
+            _check_egress(draft, settings)
+        outcome.draft = draft
+    except SkillhiveError as exc:
+        outcome.error = exc
+    return outcome
+
+
+def _skill_crd(draft: PluginDraft, index: int, scope: Scope) -> dict[str, Any]:
+    skill = draft.skills[index]
+    crd = skill.package.to_crd(namespace=scope.namespace, labels={PLUGIN_LABEL: draft.name})
+    data = crd.model_dump(mode="json", exclude_none=True)
+    data["metadata"]["name"] = skill.name
+    data["status"]["warnings"] = [w.model_dump() for w in skill.warnings] + data["status"].get(
+        "warnings", []
+    )
+    return data
+
+
+def _plugin_crd(draft: PluginDraft, scope: Scope, source: dict[str, Any]) -> dict[str, Any]:
+    spec = draft.spec.model_copy(update={"source": source})
+    crd = Plugin(
+        metadata=ObjectMeta(name=draft.name, namespace=scope.namespace),
+        spec=spec,
+        status=PluginStatus(public=scope.user_id == SYSTEM_USER_ID, warnings=draft.warnings),
+    )
+    return crd.model_dump(
+        mode="json",
+        exclude_none=True,
+        exclude={"metadata": {"resource_version", "creation_timestamp"}},
+    )
+
+
+async def _write(
+    session: AsyncSession, settings: Settings, scope: Scope, outcome: Outcome, actor: int
+) -> None:
+    draft = outcome.draft
+    assert draft is not None
+    taken = await session.scalar(
+        select(Kind.id).where(
+            Kind.kind == PLUGIN_KIND,
+            Kind.user_id == scope.user_id,
+            Kind.namespace == scope.namespace,
+            Kind.name == draft.name,
+        )
+    )
+    if taken is not None:
+        outcome.draft, outcome.error = (
+            None,
+            Conflict(
+                f"plugin {draft.name!r} already exists in namespace {scope.namespace!r}; "
+                "delete it first to import it again",
+                code="plugin_exists",
+                details={"name": draft.name, "namespace": scope.namespace},
+            ),
+        )
+        return
+    await store.insert(
+        session, PLUGIN_KIND, scope, draft.name, _plugin_crd(draft, scope, outcome.source)
+    )
+    for index, skill in enumerate(draft.skills):
+        row = await store.insert(
+            session, SKILL_KIND, scope, skill.name, _skill_crd(draft, index, scope)
+        )
+        await versions.record(
+            session,
+            row.id,
+            row.json,
+            sha256=skill.package.sha256,
+            size=skill.package.size,
+            data=skill.data,
+            created_by=actor,
+            source={"type": "plugin", "plugin": draft.name, "path": skill.path},
+            retain=settings.skill_versions_retain,
+        )
+        await index_skill(session, row)
+
+
+async def _missing_secrets(session: AsyncSession, scope: Scope, names: set[str]) -> list[str]:
+    if scope.user_id == SYSTEM_USER_ID or not names:
+        return sorted(names)  # public plugins use each chatting user's secrets
+    have = set(
+        await session.scalars(
+            select(Secret.name).where(Secret.user_id == scope.user_id, Secret.name.in_(names))
+        )
+    )
+    return sorted(names - have)
+
+
+async def import_archive(
+    session: AsyncSession,
+    settings: Settings,
+    scope: Scope,
+    data: bytes,
+    *,
+    actor: int,
+    fetcher: RemoteFetcher | None = None,
+) -> tuple[bool, dict[str, Any]]:
+    """Import a plugin or marketplace ZIP. Returns (anything created, the import answer).
+
+    A single plugin that is refused raises its error (nothing else to report); a marketplace
+    answers for each plugin it lists.
+    """
+    public = scope.user_id == SYSTEM_USER_ID
+    tree, folder = await asyncio.to_thread(lambda: rooted(read_tree(data, _limits(settings))))
+    marketplace = MARKETPLACE in tree
+    if marketplace:
+        document = _json_document(tree)
+        found = listings(tree, document)
+    else:
+        found = [Listing(folder or "plugin", {}, folder="")]
+    outcomes = [
+        await _read_listing(listing, tree, settings, public=public, fetcher=fetcher)
+        for listing in found
+    ]
+    seen: set[str] = set()
+    for outcome in outcomes:  # a marketplace listing one plugin twice imports it once
+        if outcome.draft is None:
+            continue
+        if outcome.draft.name in seen:
+            outcome.draft, outcome.error = (
+                None,
+                InvalidRequest(
+                    f"the marketplace lists plugin {outcome.name!r} twice", code="duplicate_plugin"
+                ),
+            )
+            continue
+        seen.add(outcome.draft.name)
+    for outcome in outcomes:
+        if outcome.draft is not None:
+            await _write(session, settings, scope, outcome, actor)
+    if not marketplace and outcomes[0].error is not None:
+        await session.rollback()
+        raise outcomes[0].error
+    created = [o for o in outcomes if o.draft is not None]
+    secrets = {s for o in created for s in o.draft.spec.secrets}  # type: ignore[union-attr]
+    answer = {
+        "kind": "marketplace" if marketplace else "plugin",
+        "name": str(document.get("name") or "") if marketplace else created[0].draft.name,  # type: ignore[union-attr]
+        "plugins": [o.answer() for o in outcomes],
+        "created": len(created),
+        "refused": len(outcomes) - len(created),
+        "secrets": sorted(secrets),
+        "missingSecrets": await _missing_secrets(session, scope, secrets),
+    }
+    await session.commit()
+    return bool(created), answer
+
+
+def _json_document(tree: dict[str, TreeFile]) -> Any:
+    try:
+        return json.loads(tree[MARKETPLACE].data.decode("utf-8-sig"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise InvalidRequest(
+            f"{MARKETPLACE} is not valid JSON: {exc}",
+            code="invalid_marketplace",
+            details={"entry": MARKETPLACE},
+        ) from None
+
+
+async def get(session: AsyncSession, scope: Scope, name: str) -> dict[str, Any]:
+    return (await store.get(session, PLUGIN_KIND, scope, name)).json
+
+
+async def _owned_skills(session: AsyncSession, scope: Scope, name: str) -> list[Kind]:
+    return list(
+        await session.scalars(
+            select(Kind).where(
+                Kind.kind == SKILL_KIND,
+                Kind.user_id == scope.user_id,
+                Kind.namespace == scope.namespace,
+                Kind.name.startswith(f"{name}/", autoescape=True),
+            )
+        )
+    )
+
+
+def _uses(ghost: dict[str, Any], name: str) -> bool:
+    spec = current_spelling(ghost)["spec"]
+    return name in spec.get("plugins", []) or any(
+        s.startswith(f"{name}/") for s in spec.get("skills", [])
+    )
+
+
+async def referencing_ghosts(session: AsyncSession, scope: Scope, name: str) -> list[Kind]:
+    """Ghosts using plugin `name` of `scope` (listing it, or one of its skills by name).
+
+    A user's plugin is used by their Ghosts in its namespace; a public one by public Ghosts and
+    by user Ghosts without an own plugin of that name in their namespace.
+    """
+    stmt = select(Kind).where(Kind.kind == GHOST_KIND, cast(Kind.json, Text).contains(name))
+    if scope.user_id != SYSTEM_USER_ID:
+        stmt = stmt.where(Kind.user_id == scope.user_id, Kind.namespace == scope.namespace)
+    rows = [
+        r
+        for r in await session.scalars(stmt.order_by(Kind.namespace, Kind.name))
+        if _uses(r.json, name)
+    ]
+    if scope.user_id != SYSTEM_USER_ID:
+        return rows
+    found = await session.execute(
+        select(Kind.user_id, Kind.namespace).where(
+            Kind.kind == PLUGIN_KIND, Kind.name == name, Kind.user_id != SYSTEM_USER_ID
+        )
+    )
+    shadowing = {(user_id, namespace) for user_id, namespace in found}
+    return [
+        r for r in rows if r.user_id == SYSTEM_USER_ID or (r.user_id, r.namespace) not in shadowing
+    ]
+
+
+async def delete(session: AsyncSession, scope: Scope, name: str) -> None:
+    """Remove the plugin and every skill it owns; 409 `plugin_referenced` while Ghosts use it."""
+    row = await store.get(session, PLUGIN_KIND, scope, name)
+    await session.execute(select(Kind.id).where(Kind.id == row.id).with_for_update())
+    ghosts = await referencing_ghosts(session, scope, name)
+    if ghosts:
+        visible = [r for r in ghosts if r.user_id == scope.user_id]
+        raise Conflict(
+            f"plugin {name!r} is used by {len(ghosts)} Ghost(s); remove it (and its skills) "
+            "from them first",
+            code="plugin_referenced",
+            details={
+                "plugin": name,
+                "ghosts": [f"{r.namespace}/{r.name}" for r in visible],
+                "others": len(ghosts) - len(visible),
+            },
+        )
+    hashes: set[str] = set()
+    for skill in await _owned_skills(session, scope, name):
+        hashes |= await versions.hashes_of(session, skill.id)
+        await session.delete(skill)
+    await session.delete(row)
+    await session.flush()
+    await versions.collect(session, hashes)
+    await session.commit()
