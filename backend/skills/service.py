@@ -109,7 +109,9 @@ async def create(
     strict: bool = False,
     actor: int | None = None,
     source: dict[str, Any] = UPLOAD,
+    dry_run: bool = False,
 ) -> dict[str, Any]:
+    """The stored CRD; with `dry_run` every check and write runs, then rolls back."""
     package = await _read(data, settings, scope, strict=strict)
     crd = _crd(package, scope, labels={}, enabled=True)
     try:
@@ -119,8 +121,17 @@ async def create(
         raise
     await _record(session, settings, row, data=data, actor=actor, source=source)
     await index_skill(session, row)
-    await session.commit()
-    return row.json
+    return await _finish(session, row, dry_run=dry_run)
+
+
+async def _finish(session: AsyncSession, row: Kind, *, dry_run: bool) -> dict[str, Any]:
+    """Commit, or (a dry run) roll back: the answer is the CRD as it would have been stored."""
+    crd: dict[str, Any] = row.json
+    if dry_run:
+        await session.rollback()
+    else:
+        await session.commit()
+    return crd
 
 
 async def replace(
@@ -134,6 +145,7 @@ async def replace(
     expected_version: int | None = None,
     actor: int | None = None,
     source: dict[str, Any] = UPLOAD,
+    dry_run: bool = False,
 ) -> dict[str, Any]:
     row = await store.get(session, SKILL_KIND, scope, name)
     store.check_version(row, expected_version)
@@ -154,8 +166,7 @@ async def replace(
     await store.replace(session, row, crd, expected=expected_version)
     await index_skill(session, row)
     await _record(session, settings, row, data=data, actor=actor, source=source)
-    await session.commit()
-    return row.json
+    return await _finish(session, row, dry_run=dry_run)
 
 
 async def rollback(
