@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -46,6 +47,17 @@ def _package(source: SkillSource) -> tuple[bytes, str]:
     except SkillhiveError as exc:
         raise CliError(f"{source.source}: {exc.code}: {exc.message}") from None
     return data, package.name
+
+
+def planned(skills: list[SkillSource], ghosts: list[dict[str, Any]]) -> set[tuple[str, str, str]]:
+    """(kind, namespace, name) of everything the input holds, known before anything is sent."""
+    keys = {
+        ("ghost", str(g["metadata"]["namespace"]), str(g["metadata"].get("name"))) for g in ghosts
+    }
+    for source in skills:
+        name = _package(source)[1] if source.folder is not None else source.name
+        keys.add(("skill", source.namespace, str(name)))
+    return keys
 
 
 def apply_skill(api: Api, source: SkillSource, *, dry_run: bool) -> Applied:
@@ -101,10 +113,10 @@ def apply_ghosts(api: Api, documents: list[dict[str, Any]], *, dry_run: bool) ->
 
 
 def split(
-    documents: list[Document], skill_folders: list[Any], namespace: str
+    documents: list[Document], skill_folders: list[Path], namespace: str
 ) -> tuple[list[SkillSource], list[dict[str, Any]]]:
     """Skill sources and Ghost documents; any other kind is refused before anything is sent."""
-    skills = [SkillSource(str(f), namespace, None, f) for f in skill_folders]
+    skills: list[SkillSource] = []
     ghosts: list[dict[str, Any]] = []
     for document in documents:
         if not isinstance(document.body, dict):
@@ -116,7 +128,10 @@ def split(
             ghosts.append(clean(document.body, namespace))
         else:
             raise CliError(f"{document.source}: unsupported kind {kind!r} (Skill or Ghost)")
-    return skills, ghosts
+    # A skill folder a `Skill` document points at is applied once, through the document.
+    described = {s.folder for s in skills if s.folder is not None}
+    folders = [f for f in skill_folders if f.resolve() not in described]
+    return [SkillSource(str(f), namespace, None, f) for f in folders] + skills, ghosts
 
 
 def prune_candidates(

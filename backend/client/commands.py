@@ -14,6 +14,7 @@ from backend.client.apply import (
     Applied,
     apply_ghosts,
     apply_skill,
+    planned,
     prune,
     prune_candidates,
     split,
@@ -136,6 +137,13 @@ def apply(
         if not skills and not ghosts:
             raise CliError("no objects to apply")
         server = dry_run is DryRun.server
+        targets: list[tuple[str, str, str]] = []
+        if prune_:  # asked before anything is written
+            keep = planned(skills, ghosts)
+            namespaces = {key[1] for key in keep} | {ns}
+            targets = prune_candidates(api, namespaces, requirements, keep)
+            if not server and not yes:
+                _confirm(targets)
         done: list[Applied] = []
         for source in skills:
             applied = apply_skill(api, source, dry_run=server)
@@ -144,28 +152,22 @@ def apply(
         for applied in apply_ghosts(api, ghosts, dry_run=server):
             typer.echo(applied.line(server))
             done.append(applied)
-        if prune_:
-            keep = {(a.kind, a.namespace, a.name) for a in done}
-            namespaces = {a.namespace for a in done} | {ns}
-            targets = prune_candidates(api, namespaces, requirements, keep)
-            _prune(api, targets, dry_run=server, yes=yes)
+        if server:
+            for kind, namespace, name in targets:
+                typer.echo(f"{kind}/{namespace}/{name} pruned (server dry run)")
+        else:
+            prune(api, targets)
 
 
-def _prune(api: Api, targets: list[tuple[str, str, str]], *, dry_run: bool, yes: bool) -> None:
+def _confirm(targets: list[tuple[str, str, str]]) -> None:
     if not targets:
         return
     names = [f"{kind}/{ns}/{name}" for kind, ns, name in targets]
-    if dry_run:
-        for name in names:
-            typer.echo(f"{name} pruned (server dry run)")
-        return
-    if not yes:
-        if not sys.stdin.isatty():
-            raise CliError(f"would prune {', '.join(names)}: confirm with --yes", ExitCode.USAGE)
-        typer.echo("\n".join(f"  {name}" for name in names))
-        if not typer.confirm(f"Delete these {len(names)} objects?"):
-            raise CliError("nothing pruned")
-    prune(api, targets)
+    if not sys.stdin.isatty():
+        raise CliError(f"would prune {', '.join(names)}: confirm with --yes", ExitCode.USAGE)
+    typer.echo("\n".join(f"  {name}" for name in names))
+    if not typer.confirm(f"Apply, then delete these {len(names)} objects?"):
+        raise CliError("nothing applied, nothing pruned")
 
 
 def _fetch(api: Api, kind: str, name: str | None, namespace: str) -> list[dict[str, Any]]:
