@@ -52,8 +52,16 @@ def _parse(text: str, source: str) -> list[Any]:
         for document in yaml.safe_load_all(text):
             found += document if isinstance(document, list) else [document]
         return found
-    except (json.JSONDecodeError, yaml.YAMLError) as exc:
-        raise CliError(f"{source}: not valid YAML or JSON: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise CliError(f"{source}: not valid JSON: {exc}") from None
+    except yaml.YAMLError as exc:
+        raise CliError(f"{source}: not valid YAML: {_one_line(exc)}") from None
+
+
+def _one_line(exc: yaml.YAMLError) -> str:
+    if isinstance(exc, yaml.MarkedYAMLError) and exc.problem_mark is not None:
+        return f"{exc.problem} (line {exc.problem_mark.line + 1})"
+    return " ".join(str(exc).split())
 
 
 def _read_file(path: Path) -> list[Document]:
