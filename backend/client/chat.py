@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
@@ -132,7 +133,7 @@ def _split_ghost(ghost: str, namespace: str) -> tuple[str, str]:
     return namespace, ghost
 
 
-def _commands(api: Api, namespace: str, name: str) -> list[str]:
+def slash_commands(api: Api, namespace: str, name: str) -> list[str]:
     """Slash commands the Ghost offers, if the server has the route (else none, silently)."""
     try:
         answer = api.request("GET", f"{ghosts_path(namespace)}/{name}/commands", ok=(404, 405))
@@ -149,6 +150,16 @@ def _commands(api: Api, namespace: str, name: str) -> list[str]:
     return sorted({f"/{str(n).lstrip('/')}" for n in names if n})
 
 
+def completer(commands: list[str]) -> Callable[[str, int], str | None]:
+    """readline's completer: the `state`-th slash command starting with `text`."""
+
+    def complete(text: str, state: int) -> str | None:
+        found = [c for c in commands if c.startswith(text)] if text.startswith("/") else []
+        return found[state] if state < len(found) else None
+
+    return complete
+
+
 def _offer_completion(commands: list[str]) -> None:
     if not commands:
         return
@@ -156,12 +167,7 @@ def _offer_completion(commands: list[str]) -> None:
         import readline
     except ImportError:  # pragma: no cover - no readline on this platform
         return
-
-    def complete(text: str, state: int) -> str | None:
-        found = [c for c in commands if c.startswith(text)] if text.startswith("/") else []
-        return found[state] if state < len(found) else None
-
-    readline.set_completer(complete)
+    readline.set_completer(completer(commands))
     readline.set_completer_delims(" \t\n")
     readline.parse_and_bind("tab: complete")
 
@@ -217,7 +223,7 @@ def chat(
                 if final.get("type") != "done":
                     raise typer.Exit(ExitCode.ERROR)
                 return
-            _offer_completion(_commands(api, namespace, name))
+            _offer_completion(slash_commands(api, namespace, name))
             printer.note(
                 f"chatting with {namespace}/{name} (conversation {conversation}); "
                 "Ctrl-C cancels a turn, twice quits; Ctrl-D quits"

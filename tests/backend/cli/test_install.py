@@ -1,6 +1,6 @@
-"""`skillhive skills install CONVERSATION ARTIFACT`. The install route is built on another
-branch: the command is tested against a loopback stub that answers as that route does (the
-request it receives is checked, and each answer's exit code)."""
+"""Client commands whose routes are built on other branches, tested against loopback stubs that
+answer as those routes do: `skillhive skills install CONVERSATION ARTIFACT` (the request it
+sends, each answer's exit code) and `chat`'s slash-command completion (`.../commands`)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,9 @@ from typing import Any
 
 import pytest
 
+from backend.client.api import connect
+from backend.client.chat import completer, slash_commands
+from backend.client.config import ClientConfig
 from tests.backend.cli.conftest import invoke
 from tests.backend.test_cli import assert_one_error_line
 
@@ -95,3 +98,51 @@ def test_install_errors_are_one_line_with_the_api_code_and_exit_code(
         monkeypatch.setenv("SKILLHIVE_URL", url)
         result = invoke("skills", "install", "conv-1", "a.zip", "-n", "other")
     assert_one_error_line(result, f"{status} {code}: refused", exit_code=exit_code)
+
+
+@contextmanager
+def answering_get(status: int, body: Any) -> Iterator[str]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            answer = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(answer)))
+            self.end_headers()
+            self.wfile.write(answer)
+
+        def log_message(self, *_: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "expected"),
+    [
+        (200, {"items": [{"name": "reset"}, {"name": "/help"}]}, ["/help", "/reset"]),
+        (404, {"error": {"code": "not_found", "message": "no route", "details": {}}}, []),
+        (500, {"error": {"code": "internal_error", "message": "x", "details": {}}}, []),
+    ],
+)
+def test_chat_offers_the_ghosts_slash_commands_only_when_the_route_answers(
+    status: int, body: Any, expected: list[str]
+) -> None:
+    """The `/commands` route comes from another branch: its absence (404) is silent."""
+    with answering_get(status, body) as url:
+        cfg = ClientConfig(url=url, token="shk_stub", namespace="dev")
+        with connect(cfg=cfg) as api:
+            commands = slash_commands(api, "dev", "helper")
+    assert commands == expected
+    complete = completer(commands)
+    assert [complete("/", i) for i in range(len(expected) + 1)] == [*expected, None]
+    assert complete("/r", 0) == ("/reset" if expected else None)
+    assert complete("hello", 0) is None
