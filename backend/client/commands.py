@@ -87,7 +87,9 @@ KindArg = Annotated[
 
 def login(
     url: Annotated[str | None, typer.Option(help="The API's base URL.")] = None,
-    token: Annotated[str | None, typer.Option(help="An API token (prompted if not given).")] = None,
+    token: Annotated[
+        str | None, typer.Option(help="An API token (else prompted, or read from stdin).")
+    ] = None,
     namespace: Annotated[str | None, typer.Option(help="Default namespace.")] = None,
 ) -> None:
     """Check an API token with /api/v1/me and store URL, token and namespace in the config file
@@ -98,10 +100,10 @@ def login(
         url = stored.get("url") or config.default_url()
         if interactive:
             url = typer.prompt("API URL", default=url)
-    if token is None:
-        if not interactive:
-            raise CliError("give --token (stdin is not a terminal to prompt on)", ExitCode.USAGE)
-        token = typer.prompt("API token", hide_input=True)
+    if token is None:  # prompted, or read from a pipe: a token in argv shows in `ps`
+        token = typer.prompt("API token", hide_input=True) if interactive else sys.stdin.readline()
+        if not token.strip():
+            raise CliError("no token: give --token, or pipe it on stdin", ExitCode.USAGE)
     namespace = namespace or stored.get("namespace") or config.DEFAULT_NAMESPACE
     cfg = config.ClientConfig(url=url.rstrip("/"), token=token.strip(), namespace=namespace)
     with connect(cfg=cfg) as api:

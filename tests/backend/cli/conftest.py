@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import os
+import select
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner, Result
@@ -62,3 +67,62 @@ def server(settings: Settings, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) 
             yield Server(url, token)
     finally:
         get_settings.cache_clear()
+
+
+class Terminal:
+    """A CLI process on a pseudo-terminal that it has as its controlling terminal, so the
+    line discipline turns a typed Ctrl-C into SIGINT as in a real shell."""
+
+    def __init__(self, args: list[str], env: dict[str, str]) -> None:
+        self.master, slave = os.openpty()
+        skillhive = str(Path(sys.executable).parent / "skillhive")
+        self.process = subprocess.Popen(
+            ["setsid", "-c", skillhive, *args],
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            env=env,
+            close_fds=True,
+        )
+        os.close(slave)
+        self.seen = ""
+
+    def type(self, text: str) -> None:
+        os.write(self.master, text.encode())
+
+    def read_until(self, needle: str, *, deadline_s: float = 60) -> str:
+        """Everything read so far once `needle` appears after the previous mark."""
+        end = time.monotonic() + deadline_s
+        while needle not in self.seen:
+            left = end - time.monotonic()
+            assert left > 0, f"{needle!r} never appeared in:\n{self.seen}"
+            ready, _, _ = select.select([self.master], [], [], min(left, 0.5))
+            if ready:
+                try:
+                    chunk = os.read(self.master, 4096)
+                except OSError:  # the process is gone (EIO)
+                    chunk = b""
+                if not chunk:
+                    assert needle in self.seen, f"{needle!r} not in:\n{self.seen}"
+                self.seen += chunk.decode(errors="replace")
+        found, self.seen = self.seen, self.seen[self.seen.index(needle) + len(needle) :]
+        return found
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait(30)
+        os.close(self.master)
+
+
+@pytest.fixture
+def terminal() -> Iterator[Any]:
+    opened: list[Terminal] = []
+
+    def start(args: list[str], env: dict[str, str]) -> Terminal:
+        opened.append(Terminal(args, env))
+        return opened[-1]
+
+    yield start
+    for t in opened:
+        t.close()

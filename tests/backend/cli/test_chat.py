@@ -4,18 +4,13 @@ chat through a real pseudo-terminal (tokens as they stream, Ctrl-C cancels, twic
 from __future__ import annotations
 
 import json
-import os
-import select
-import subprocess
-import sys
 import threading
-import time
 from pathlib import Path
+from typing import Any
 
 import httpx
-import pytest
 
-from tests.backend.cli.conftest import Server, invoke, ok
+from tests.backend.cli.conftest import Server, Terminal, invoke, ok
 from tests.backend.test_cli import assert_one_error_line
 from tests.fake_openai_server import FakeOpenAIServer, Reply, ToolCall
 
@@ -111,67 +106,8 @@ def test_a_tool_that_needs_a_browser_prints_the_request_and_does_not_hang(
     assert "turn cancelled" in result.stderr
 
 
-class Terminal:
-    """A CLI process on a pseudo-terminal that it has as its controlling terminal, so the
-    line discipline turns a typed Ctrl-C into SIGINT as in a real shell."""
-
-    def __init__(self, args: list[str], env: dict[str, str]) -> None:
-        self.master, slave = os.openpty()
-        skillhive = str(Path(sys.executable).parent / "skillhive")
-        self.process = subprocess.Popen(
-            ["setsid", "-c", skillhive, *args],
-            stdin=slave,
-            stdout=slave,
-            stderr=slave,
-            env=env,
-            close_fds=True,
-        )
-        os.close(slave)
-        self.seen = ""
-
-    def type(self, text: str) -> None:
-        os.write(self.master, text.encode())
-
-    def read_until(self, needle: str, *, deadline_s: float = 60) -> str:
-        """Everything read so far once `needle` appears after the previous mark."""
-        end = time.monotonic() + deadline_s
-        while needle not in self.seen:
-            left = end - time.monotonic()
-            assert left > 0, f"{needle!r} never appeared in:\n{self.seen}"
-            ready, _, _ = select.select([self.master], [], [], min(left, 0.5))
-            if ready:
-                try:
-                    chunk = os.read(self.master, 4096)
-                except OSError:  # the process is gone (EIO)
-                    chunk = b""
-                if not chunk:
-                    assert needle in self.seen, f"{needle!r} not in:\n{self.seen}"
-                self.seen += chunk.decode(errors="replace")
-        found, self.seen = self.seen, self.seen[self.seen.index(needle) + len(needle) :]
-        return found
-
-    def close(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-        self.process.wait(30)
-        os.close(self.master)
-
-
-@pytest.fixture
-def terminal() -> object:
-    opened: list[Terminal] = []
-
-    def start(args: list[str], env: dict[str, str]) -> Terminal:
-        opened.append(Terminal(args, env))
-        return opened[-1]
-
-    yield start
-    for t in opened:
-        t.close()
-
-
 def test_interactive_chat_streams_tokens_cancels_on_ctrl_c_and_quits_on_a_second(
-    server: Server, openai_server: FakeOpenAIServer, terminal: object, tmp_path: Path
+    server: Server, openai_server: FakeOpenAIServer, terminal: Any, tmp_path: Path
 ) -> None:
     scripted_ghost(server, openai_server)
     gate = threading.Event()  # holds the first answer open after its first token
@@ -180,7 +116,7 @@ def test_interactive_chat_streams_tokens_cancels_on_ctrl_c_and_quits_on_a_second
         Reply(text="A second answer."),
     )
     env = server.env(XDG_CONFIG_HOME=str(tmp_path / "xdg"))
-    term = terminal(["chat", "dev/scripted"], env)  # type: ignore[operator]
+    term: Terminal = terminal(["chat", "dev/scripted"], env)
     try:
         banner = term.read_until("> ")
         conversation = banner.split("(conversation ")[1].split(")")[0]

@@ -8,12 +8,13 @@ import stat
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
 from backend.client.config import config_path
-from tests.backend.cli.conftest import Server, invoke, ok
+from tests.backend.cli.conftest import Server, Terminal, invoke, ok
 from tests.backend.test_cli import assert_one_error_line
 from tests.support.ports import closed_port
 
@@ -24,7 +25,8 @@ sqlite_only = pytest.mark.parametrize("db_backend", ["sqlite"], indirect=True)
 def test_login_checks_the_token_and_writes_an_owner_only_config_the_env_overrides(
     server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    out = ok("login", "--url", server.url, "--token", server.token, "--namespace", "dev")
+    piped = f"{server.token}\n"  # `skillhive login < file`: the token stays out of argv
+    out = ok("login", "--url", server.url, "--namespace", "dev", input=piped)
     path = tmp_path / "xdg" / "skillhive" / "config.yaml"
     assert config_path() == path and f"as ada (namespace dev); saved {path}" in out
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
@@ -59,11 +61,11 @@ def test_without_a_token_anywhere_the_exit_code_is_4(
         assert_one_error_line(invoke(*args), "no API token", "skillhive login", exit_code=4)
 
 
-def test_login_without_a_token_and_no_terminal_is_a_usage_error(
+def test_login_without_a_token_anywhere_is_a_usage_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
-    assert_one_error_line(invoke("login", "--url", "http://x"), "--token", exit_code=2)
+    assert_one_error_line(invoke("login", "--url", "http://x", input=""), "--token", exit_code=2)
     assert not (tmp_path / "skillhive").exists()
 
 
@@ -113,3 +115,21 @@ def invoke_env(env: dict[str, str]) -> str:
         check=True,
     )
     return done.stdout
+
+
+@sqlite_only
+def test_login_prompts_on_a_terminal_without_echoing_the_token(
+    server: Server, terminal: Any, tmp_path: Path
+) -> None:
+    env = server.env(XDG_CONFIG_HOME=str(tmp_path / "tty-xdg"))
+    del env["SKILLHIVE_TOKEN"]
+    term: Terminal = terminal(["login"], env)
+    term.read_until("API URL")
+    term.type(f"{server.url}\r")
+    term.read_until("API token: ")  # getpass writes the space once echo is off
+    term.type(f"{server.token}\r")
+    shown = term.read_until("saved")
+    assert term.process.wait(30) == 0
+    assert server.token not in shown  # hidden input
+    saved = yaml.safe_load((tmp_path / "tty-xdg" / "skillhive" / "config.yaml").read_text())
+    assert saved == {"url": server.url, "token": server.token, "namespace": "default"}
