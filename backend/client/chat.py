@@ -10,8 +10,10 @@ when the server has one.
 from __future__ import annotations
 
 import json
+import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Annotated, Any
 
 import typer
@@ -90,12 +92,41 @@ def _cancel(api: Api, conversation: str) -> bool:
     return bool(answer.get("cancelled"))
 
 
+class _Interrupts:
+    """Counts SIGINTs instead of raising KeyboardInterrupt at an arbitrary point (inside a
+    queue's lock, an HTTP call): the turn loop looks at the count between waits."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def __call__(self, signum: int, frame: object) -> None:
+        self.count += 1
+
+
+@contextmanager
+def _counting_interrupts() -> Iterator[_Interrupts]:
+    interrupts = _Interrupts()
+    previous = signal.signal(signal.SIGINT, interrupts)
+    try:
+        yield interrupts
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def run_turn(api: Api, conversation: str, content: str, printer: Printer) -> Event:
     """Stream one turn to the terminal; its terminal event (`done` or `error`)."""
     turn = Turn(api.config, conversation, content)
     cancelling = retry_cancel = False
-    while True:
-        try:
+    seen_interrupts = 0
+    with _counting_interrupts() as interrupts:
+        while True:
+            if interrupts.count > seen_interrupts:
+                seen_interrupts = interrupts.count
+                if cancelling:
+                    raise Quit
+                cancelling = True
+                printer.note("^C cancelling the turn (Ctrl-C again quits)")
+                retry_cancel = not _cancel(api, conversation)
             item = turn.next(timeout=0.1)
             if item is None:
                 continue
@@ -115,15 +146,6 @@ def run_turn(api: Api, conversation: str, content: str, printer: Printer) -> Eve
                 if not cancelling:
                     cancelling = True
                     retry_cancel = not _cancel(api, conversation)
-        except KeyboardInterrupt:
-            if cancelling:
-                raise Quit from None
-            cancelling = True
-            printer.note("^C cancelling the turn (Ctrl-C again quits)")
-            try:
-                retry_cancel = not _cancel(api, conversation)
-            except KeyboardInterrupt:
-                raise Quit from None
 
 
 def _split_ghost(ghost: str, namespace: str) -> tuple[str, str]:
