@@ -17,6 +17,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from typer.core import TyperGroup
 
 from backend import heartbeat
+from backend.client import chat as chat_cli
+from backend.client import commands as resource_cli
+from backend.client.describe import describe_skill
+from backend.client.errors import CliError
 from backend.config import Settings, get_settings
 from backend.db.engine import create_engine, create_sessionmaker
 from backend.errors import SkillhiveError
@@ -56,6 +60,9 @@ class _Commands(TyperGroup):
     def invoke(self, ctx: Any) -> Any:
         try:
             return super().invoke(ctx)
+        except CliError as exc:  # the API client's: its own exit code (backend.client.errors)
+            typer.echo(f"error: {exc.message}", err=True)
+            raise typer.Exit(exc.exit_code) from None
         except SkillhiveError as exc:
             fail(f"{exc.message} ({exc.code})")
         except (OperationalError, InterfaceError) as exc:  # unreachable, or not migrated
@@ -76,11 +83,18 @@ app = typer.Typer(
     cls=_Commands,
     help="Skillhive: a backend for AI agents that learn skills on demand.",
     no_args_is_help=True,
-    add_completion=False,
 )
 admin_app = typer.Typer(help="Administration: users and tokens.", no_args_is_help=True)
 app.add_typer(admin_app, name="admin")
 app.add_typer(skills_cli.app, name="skills")
+describe_app = typer.Typer(help="Show one object in detail.", no_args_is_help=True)
+describe_app.command("skill")(describe_skill)
+app.add_typer(describe_app, name="describe")
+app.command()(resource_cli.login)
+app.command()(resource_cli.apply)
+app.command()(resource_cli.get)
+app.command()(resource_cli.delete)
+app.command()(chat_cli.chat)
 
 T = TypeVar("T")
 

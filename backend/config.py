@@ -24,6 +24,7 @@ MiB = 1024 * 1024
 # the CLI client (`skillhive skills push`) and the test suite. Not reported as unknown.
 NON_SERVER_VARIABLES = frozenset(
     {"SKILLHIVE_URL", "SKILLHIVE_TOKEN", "SKILLHIVE_TEST_POSTGRES_URL", "SKILLHIVE_TEST_REDIS_URL"}
+    | {"SKILLHIVE_NAMESPACE"}  # the CLI client's default namespace (backend.client.config)
     | {"SKILLHIVE_CORPUS_DIR", "SKILLHIVE_REQUIRE_CORPUS"}
     | {"SKILLHIVE_REQUIRE_SANDBOX"}
 )

@@ -23,6 +23,14 @@ from tests.support.openapi import Contract
 BACKENDS = ["sqlite", "postgresql"]
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _no_user_cli_config(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The CLI's config file (`skillhive login`) is never the developer's own in tests."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("xdg-config")))
+        yield
+
+
 @pytest.fixture(scope="session")
 def services_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("services")

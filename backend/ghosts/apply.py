@@ -91,9 +91,10 @@ async def apply(
     documents: list[Any],
     *,
     egress: EgressPolicy | None = None,
+    dry_run: bool = False,
 ) -> list[dict[str, Any]]:
     """Create or update every Ghost; per object `created`, `configured` or `unchanged`, and
-    the warnings its `status` shows."""
+    the warnings its `status` shows. A dry run makes every check and write, then rolls back."""
     targets = _targets(user, documents, egress)  # every check without the database first
     try:
         # Then every check with it, before the first write: all skill locks are taken before
@@ -109,7 +110,10 @@ async def apply(
         for target, row, action in plans:
             with _document(target.index):
                 await service.write(session, target.scope, target.ghost, row, action)
-        await session.commit()
+        if dry_run:
+            await session.rollback()
+        else:
+            await session.commit()
     except Exception:
         await session.rollback()  # one failure: none of the earlier objects stay written
         raise

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -12,6 +11,8 @@ from typing import Annotated, NoReturn
 import httpx
 import typer
 
+from backend.client.api import connect
+from backend.client.errors import ApiError, unreachable
 from backend.config import get_settings
 from backend.crd.skill import SkillWarning
 from backend.errors import SkillhiveError
@@ -31,31 +32,6 @@ def fail(message: str) -> NoReturn:
     """One `error:` line on stderr and exit status 1: what a person sees for an expected failure."""
     typer.echo(f"error: {message}", err=True)
     raise typer.Exit(1)
-
-
-def api_url() -> str:
-    """SKILLHIVE_URL, else the local gateway on SKILLHIVE_PORT."""
-    url = os.environ.get("SKILLHIVE_URL") or f"http://127.0.0.1:{get_settings().port}"
-    return url.rstrip("/")
-
-
-def unreachable(url: str, exc: httpx.TransportError) -> str:
-    reason = str(exc) or type(exc).__name__
-    return (
-        f"cannot reach the Skillhive API at {url} ({reason}); is `skillhive serve` running? "
-        "Set SKILLHIVE_URL to its address (default http://127.0.0.1:$SKILLHIVE_PORT)"
-    )
-
-
-def http_error(response: httpx.Response) -> str:
-    """`STATUS code: message` of an error answer (any body: a proxy may answer instead)."""
-    try:
-        error = response.json()["error"]
-        detail = f"{error['code']}: {error['message']}"
-    except (ValueError, KeyError, TypeError):
-        detail = f"{response.reason_phrase} from {response.request.url}"
-    hint = " (check SKILLHIVE_TOKEN)" if response.status_code == 401 else ""
-    return f"{response.status_code} {detail}{hint}"
 
 
 def _archive_bytes(path: Path) -> bytes:
@@ -115,18 +91,13 @@ def _send(client: httpx.Client, method: str, url: str, data: bytes) -> httpx.Res
 
 @contextmanager
 def _api() -> Iterator[httpx.Client]:
-    """A client for the API at SKILLHIVE_URL, authenticated with SKILLHIVE_TOKEN; an unreachable
-    API is one error line, not a traceback."""
-    base = api_url()
-    token = os.environ.get("SKILLHIVE_TOKEN")
-    if not token:
-        fail("set SKILLHIVE_TOKEN to an API token (`skillhive admin create-token USER`)")
-    headers = {"Authorization": f"Bearer {token}"}
-    try:
-        with httpx.Client(base_url=base, headers=headers, timeout=120) as client:
-            yield client
-    except httpx.TransportError as exc:
-        fail(unreachable(base, exc))
+    """A client for the API at SKILLHIVE_URL with SKILLHIVE_TOKEN (each else from the config
+    file); an unreachable API is one error line (exit status 5), not a traceback."""
+    with connect() as api:
+        try:
+            yield api.http
+        except httpx.TransportError as exc:
+            raise unreachable(api.config.url, exc) from None
 
 
 def _collection(namespace: str, public: bool) -> str:
@@ -134,8 +105,9 @@ def _collection(namespace: str, public: bool) -> str:
 
 
 def _fail_on_error(response: httpx.Response) -> None:
+    """An error answer ends the command: exit status by its HTTP status (backend.client)."""
     if response.status_code >= 400:
-        fail(http_error(response))
+        raise ApiError(response)
 
 
 @app.command()
@@ -145,8 +117,8 @@ def push(
     public: Annotated[bool, typer.Option(help="Publish as a public skill (admins).")] = False,
     strict: Annotated[bool, typer.Option(help="Refuse the upload on any warning.")] = False,
 ) -> None:
-    """Upload (or replace) a skill through the API [SKILLHIVE_URL (default
-    http://127.0.0.1:$SKILLHIVE_PORT), SKILLHIVE_TOKEN]."""
+    """Upload (or replace) a skill through the API [SKILLHIVE_URL, SKILLHIVE_TOKEN, else the
+    config file of `skillhive login`; default URL http://127.0.0.1:$SKILLHIVE_PORT]."""
     data = _archive_bytes(path)
     cap = get_settings().max_archive_bytes
     if len(data) > cap:  # the server would refuse it: do not send megabytes to hear that
@@ -212,6 +184,30 @@ def rollback(
     typer.echo(
         f"rolled back {crd['metadata']['namespace']}/{crd['metadata']['name']} to v{version} "
         f"(resourceVersion {crd['metadata']['resourceVersion']})"
+    )
+
+
+@app.command()
+def install(
+    conversation: Annotated[str, typer.Argument(help="The conversation whose turn wrote it.")],
+    artifact: Annotated[str, typer.Argument(help="The artifact: a skill ZIP or folder archive.")],
+    namespace: Annotated[
+        str | None, typer.Option("--namespace", "-n", help="Target namespace [config file].")
+    ] = None,
+) -> None:
+    """Install a skill package a chat turn wrote as a conversation artifact."""
+    with connect() as api:
+        ns = namespace or api.config.namespace
+        crd = api.json(
+            "POST",
+            f"/api/v1/namespaces/{ns}/skills/install",
+            json={"conversation": conversation, "artifact": artifact},
+        )
+    _print_warnings([SkillWarning.model_validate(w) for w in crd["status"]["warnings"]])
+    meta = crd["metadata"]
+    typer.echo(
+        f"installed {meta['namespace']}/{meta['name']} (v{meta.get('resourceVersion', '?')}) "
+        f"from {conversation}/{artifact}"
     )
 
 

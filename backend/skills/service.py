@@ -110,7 +110,9 @@ async def create(
     actor: int | None = None,
     source: dict[str, Any] = UPLOAD,
     source_in_status: bool = False,
+    dry_run: bool = False,
 ) -> dict[str, Any]:
+    """The stored CRD; with `dry_run` every check and write runs, then rolls back."""
     package = await _read(data, settings, scope, strict=strict)
     crd = _crd(package, scope, labels={}, enabled=True)
     if source_in_status:  # e.g. installed from a conversation's artifact
@@ -122,8 +124,17 @@ async def create(
         raise
     await _record(session, settings, row, data=data, actor=actor, source=source)
     await index_skill(session, row)
-    await session.commit()
-    return row.json
+    return await _finish(session, row, dry_run=dry_run)
+
+
+async def _finish(session: AsyncSession, row: Kind, *, dry_run: bool) -> dict[str, Any]:
+    """Commit, or (a dry run) roll back: the answer is the CRD as it would have been stored."""
+    crd: dict[str, Any] = row.json
+    if dry_run:
+        await session.rollback()
+    else:
+        await session.commit()
+    return crd
 
 
 async def replace(
@@ -137,6 +148,7 @@ async def replace(
     expected_version: int | None = None,
     actor: int | None = None,
     source: dict[str, Any] = UPLOAD,
+    dry_run: bool = False,
 ) -> dict[str, Any]:
     row = await store.get(session, SKILL_KIND, scope, name)
     store.check_version(row, expected_version)
@@ -157,8 +169,7 @@ async def replace(
     await store.replace(session, row, crd, expected=expected_version)
     await index_skill(session, row)
     await _record(session, settings, row, data=data, actor=actor, source=source)
-    await session.commit()
-    return row.json
+    return await _finish(session, row, dry_run=dry_run)
 
 
 async def rollback(

@@ -60,9 +60,9 @@ def test_cli_errors_are_clear(cli_env: Path) -> None:
     assert_one_error_line(unknown, "user_not_found")
 
 
-def assert_one_error_line(result: Result, *needles: str) -> str:
-    """Exit status 1, no traceback, one `error:` line holding every needle."""
-    assert result.exit_code == 1, result.output
+def assert_one_error_line(result: Result, *needles: str, exit_code: int = 1) -> str:
+    """That exit status (1 unless told), no traceback, one `error:` line holding every needle."""
+    assert result.exit_code == exit_code, result.output
     assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: "), result.output

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel
 
 from backend.api.body import JSON_TYPES, YAML_TYPES, media_type, parse_json, read_body, unsupported
@@ -88,13 +88,19 @@ def parse_documents(data: bytes, media: str) -> list[Any]:
     openapi_extra=_BODY_OPENAPI,
 )
 async def apply_objects(
-    request: Request, user: CurrentUser, session: SessionDep, settings: SettingsDep
+    request: Request,
+    user: CurrentUser,
+    session: SessionDep,
+    settings: SettingsDep,
+    dry_run: Annotated[bool, Query(alias="dryRun")] = False,
 ) -> Any:
     """Create or update each Ghost; per object its `action` (`created`, `configured` or
     `unchanged`) and the `warnings` its `status` shows. One refused object: the error names its
-    `index` in `details`, and nothing is written."""
+    `index` in `details`, and nothing is written. `dryRun=true` answers the same after every
+    check and writes nothing."""
     media = media_type(request)
     if media not in YAML_TYPES | JSON_TYPES:
         raise unsupported("application/yaml (multi-document) or application/json (a list)")
     documents = parse_documents(await read_body(request, MAX_APPLY_BYTES), media)
-    return {"items": await apply(session, user, documents, egress=settings.egress)}
+    items = await apply(session, user, documents, egress=settings.egress, dry_run=dry_run)
+    return {"items": items}

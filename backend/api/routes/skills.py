@@ -34,6 +34,9 @@ from backend.skills.service import PUBLIC_SCOPE
 
 # File types a browser may render inline; anything else downloads (uploaded HTML/SVG must not
 # run on the API's origin).
+# Kubernetes spells it `dryRun`: every check runs, nothing is stored.
+DryRun = Annotated[bool, Query(alias="dryRun")]
+
 INLINE_TYPES = {"text/plain", "text/markdown", "application/json", "image/png", "image/jpeg"}
 
 
@@ -120,9 +123,13 @@ def _register(router: APIRouter, read_scope: ScopeDep, write_scope: ScopeDep, *,
         session: SessionDep,
         settings: SettingsDep,
         strict: bool = False,
+        dry_run: DryRun = False,
     ) -> JSONResponse:
+        """`dryRun=true` runs every check and answers as an upload would, storing nothing."""
         data = await read_archive(request, ArchiveLimits.from_settings(settings))
-        crd = await service.create(session, settings, scope, data, strict=strict, actor=user.id)
+        crd = await service.create(
+            session, settings, scope, data, strict=strict, actor=user.id, dry_run=dry_run
+        )
         return crd_response(crd, 201)
 
     @router.get("/{name}", response_model=Skill, responses=crd_errors(404, own=own))
@@ -143,8 +150,10 @@ def _register(router: APIRouter, read_scope: ScopeDep, write_scope: ScopeDep, *,
         session: SessionDep,
         settings: SettingsDep,
         strict: bool = False,
+        dry_run: DryRun = False,
         if_match: Annotated[str | None, Header()] = None,
     ) -> JSONResponse:
+        """`dryRun=true` runs every check and answers as a replace would, storing nothing."""
         expected = store.parse_if_match(if_match)
         data = await read_archive(request, ArchiveLimits.from_settings(settings))
         crd = await service.replace(
@@ -156,6 +165,7 @@ def _register(router: APIRouter, read_scope: ScopeDep, write_scope: ScopeDep, *,
             strict=strict,
             expected_version=expected,
             actor=user.id,
+            dry_run=dry_run,
         )
         return crd_response(crd)
 

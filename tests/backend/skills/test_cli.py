@@ -68,7 +68,7 @@ def test_push_creates_then_replaces_through_the_api(
         assert second.exit_code == 0, second.output
         assert "replaced art/field-notes (v2)" in second.output
         denied = runner.invoke(cli, ["skills", "push", str(skill), "--public"])
-        assert denied.exit_code == 1 and "admin_required" in denied.output
+        assert denied.exit_code == 4 and "admin_required" in denied.output  # forbidden
         rolled = runner.invoke(
             cli, ["skills", "rollback", "field-notes", "1", "--namespace", "art"]
         )
@@ -82,12 +82,12 @@ def test_push_creates_then_replaces_through_the_api(
         unknown = runner.invoke(
             cli, ["skills", "rollback", "field-notes", "9", "--namespace", "art"]
         )
-        assert unknown.exit_code == 1 and "version_not_found" in unknown.output
+        assert unknown.exit_code == 3 and "version_not_found" in unknown.output  # not found
         missing_skill = runner.invoke(cli, ["skills", "history", "nope", "--namespace", "art"])
-        assert missing_skill.exit_code == 1 and "skill_not_found" in missing_skill.output
+        assert missing_skill.exit_code == 3 and "skill_not_found" in missing_skill.output
     monkeypatch.delenv("SKILLHIVE_TOKEN")
     missing = runner.invoke(cli, ["skills", "push", str(skill)])
-    assert missing.exit_code == 1 and "SKILLHIVE_TOKEN" in missing.output
+    assert missing.exit_code == 4 and "SKILLHIVE_TOKEN" in missing.output  # no token: auth
 
 
 def test_sync_command_reports_each_builtin(cli_database: Settings) -> None:
@@ -137,7 +137,9 @@ def test_push_to_a_closed_port_is_one_line_naming_the_url_and_skillhive_url(
     get_settings.cache_clear()
     result = runner.invoke(cli, ["skills", "push", str(_skill_folder(tmp_path))])
     get_settings.cache_clear()
-    assert_one_error_line(result, f"http://127.0.0.1:{port}", "SKILLHIVE_URL", "refused")
+    assert_one_error_line(
+        result, f"http://127.0.0.1:{port}", "SKILLHIVE_URL", "refused", exit_code=5
+    )
 
 
 @contextmanager
@@ -168,15 +170,16 @@ def answering(status: int, body: bytes, content_type: str) -> Iterator[str]:
 
 
 @pytest.mark.parametrize(
-    ("status", "body", "content_type", "needles"),
+    ("status", "body", "content_type", "needles", "exit_code"),
     [
         (
             401,
             b'{"error": {"code": "invalid_token", "message": "unknown token", "details": {}}}',
             "application/json",
             ["401 invalid_token: unknown token", "SKILLHIVE_TOKEN"],
+            4,
         ),
-        (502, b"<html>bad gateway</html>", "text/html", ["502 Bad Gateway from http://"]),
+        (502, b"<html>bad gateway</html>", "text/html", ["502 Bad Gateway from http://"], 1),
     ],
 )
 def test_push_reports_an_http_error_by_status_code_and_message(
@@ -186,9 +189,10 @@ def test_push_reports_an_http_error_by_status_code_and_message(
     body: bytes,
     content_type: str,
     needles: list[str],
+    exit_code: int,
 ) -> None:
     monkeypatch.setenv("SKILLHIVE_TOKEN", "shk_x")
     with answering(status, body, content_type) as url:
         monkeypatch.setenv("SKILLHIVE_URL", url)
         result = runner.invoke(cli, ["skills", "push", str(_skill_folder(tmp_path))])
-    assert_one_error_line(result, *needles)
+    assert_one_error_line(result, *needles, exit_code=exit_code)
