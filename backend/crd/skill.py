@@ -108,6 +108,15 @@ class SkillSpec(CamelModel):
     extra: dict[str, Any] = Field(default_factory=dict)
 
 
+class SkillSource(CamelModel):
+    """Where an imported skill came from (`POST .../skills/import`); sync fetches it again."""
+
+    url: str
+    ref: str | None = None
+    commit: str | None = None  # the git commit imported; None for an archive
+    path: str = ""  # the skill's folder in the repository or archive
+
+
 class SkillStatus(CamelModel):
     sha256: str
     size: int
@@ -115,6 +124,7 @@ class SkillStatus(CamelModel):
     code_allowed: bool
     warnings: list[SkillWarning] = Field(default_factory=list)
     enabled: bool = True
+    source: SkillSource | None = None
 
 
 class Skill(CamelModel):
