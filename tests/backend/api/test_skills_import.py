@@ -259,13 +259,12 @@ async def test_without_an_allow_setting_a_loopback_url_is_refused(
 async def test_limits_refuse_a_large_download_a_slow_source_and_a_failing_one(
     app: FastAPI, client: httpx.AsyncClient, alice: Account, server: SourceServer
 ) -> None:
-    app.state.settings = app.state.settings.model_copy(
-        update={"import_max_download_bytes": 1000, "import_timeout_seconds": 0.5}
-    )
-    server.files["/big.zip"] = zips.skill(
-        "alpha", files={"blob.bin": random.Random(0).randbytes(4000)}
-    )
+    saved = app.state.settings
+    app.state.settings = saved.model_copy(update={"import_max_download_bytes": 1000})
+    big = zips.skill("alpha", files={"blob.bin": random.Random(0).randbytes(4000)})
+    server.files["/big.zip"] = big
     assert_error(await do_import(client, alice, server.url("/big.zip")), 413, "download_too_large")
+    app.state.settings = saved.model_copy(update={"import_timeout_seconds": 0.5})
     assert_error(await do_import(client, alice, server.url("/held")), 504, "fetch_timeout")
     server.held.set()
     assert_error(await do_import(client, alice, server.url("/gone.zip")), 502, "fetch_failed")
