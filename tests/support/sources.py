@@ -43,6 +43,7 @@ class SourceServer:
         self.repos: dict[str, Path] = {}
         self.held = threading.Event()  # GET /held answers once this is set
         self.requests: list[str] = []
+        self.git_app: Any = None  # serves /git/ instead of dulwich's smart-HTTP app when set
         self._httpd = make_server("127.0.0.1", 0, self._app, _Server, _Quiet)
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
 
@@ -71,6 +72,8 @@ class SourceServer:
     def _app(self, environ: dict[str, Any], start: Any) -> Iterable[bytes]:
         path = environ["PATH_INFO"]
         self.requests.append(path)
+        if self.git_app is not None and path.startswith("/git/"):
+            return self.git_app(environ, start)  # type: ignore[no-any-return]
         for prefix, dumb in (("/git", False), ("/dumb", True)):
             if path.startswith(prefix + "/"):
                 backend = DictBackend(

@@ -121,27 +121,39 @@ def fetch_git(
     full history of the advertised refs, still within the download budget.
     """
     client = EgressGitClient(url, downloader, loop)
-    repo = MemoryRepo()
     try:
-        listed = client.get_refs("").refs.items()
+        repo, wanted = _fetch(client, ref, shallow=True)
+    except _NotAdvertised:
+        repo, wanted = _fetch(client, ref, shallow=False)
+    return _checkout(repo, wanted, ref, path, downloader)
+
+
+class _NotAdvertised(Exception):
+    """The commit asked for is no advertised ref: servers refuse it as a shallow want."""
+
+
+def _fetch(
+    client: EgressGitClient, ref: str | None, *, shallow: bool
+) -> tuple[MemoryRepo, ObjectID]:
+    repo = MemoryRepo()
+    chosen: list[ObjectID] = []
+
+    def determine_wants(refs: Mapping[Ref, ObjectID], depth: int | None = None) -> list[ObjectID]:
         # `tag^{}` entries name what a tag points to; a server does not serve them as wants
-        advertised = {k: v for k, v in listed if v is not None and not k.endswith(b"^{}")}
+        advertised = {k: v for k, v in refs.items() if not k.endswith(b"^{}")}
         if ref is None and Ref(b"HEAD") not in advertised:  # dumb servers list no HEAD
             head = client.head_target()
             if head is not None and head in advertised:
                 advertised[Ref(b"HEAD")] = advertised[head]
-        wanted = _wanted(advertised, ref)
-        shallow = wanted in advertised.values()
+        chosen.append(_wanted(advertised, ref))
+        if chosen[0] in advertised.values():
+            return [chosen[0]]
+        if shallow:
+            raise _NotAdvertised
+        return sorted(set(advertised.values()))
 
-        def determine_wants(
-            refs: Mapping[Ref, ObjectID], depth: int | None = None
-        ) -> list[ObjectID]:
-            if shallow:
-                return [wanted]
-            return sorted({v for k, v in refs.items() if not k.endswith(b"^{}")})
-
+    try:
         client.fetch("", repo, determine_wants=determine_wants, depth=1 if shallow else None)
-        _, commit = peel_sha(repo.object_store, wanted)
     except FetchError:
         raise
     except KeyError:
@@ -150,6 +162,16 @@ def fetch_git(
         raise FetchFailed(
             f"the git fetch failed: {exc}", details={"reason": type(exc).__name__}
         ) from None
+    return repo, chosen[0]
+
+
+def _checkout(
+    repo: MemoryRepo, wanted: ObjectID, ref: str | None, path: str, downloader: Downloader
+) -> tuple[str, dict[str, TreeFile], dict[str, PackageReadError]]:
+    try:
+        _, commit = peel_sha(repo.object_store, wanted)
+    except KeyError:
+        raise refused("unknown_ref", "the commit is not in the repository", ref=ref) from None
     if not isinstance(commit, Commit):
         raise refused("unknown_ref", "the ref does not name a commit", ref=ref)
     files, problems = _walk(repo, commit, path, downloader)

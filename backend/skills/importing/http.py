@@ -1,6 +1,7 @@
 """HTTP for imports: every request and every redirect hop through the egress policy.
 
-The egress client checks each TCP connection it opens (`chat_shell.net`); redirects are
+The egress transport checks each TCP connection it opens (`chat_shell.net`, as `egress_client`
+does: no redirects followed by httpx, no environment proxies); redirects are
 followed here, one hop at a time, so each new URL is checked as written before its host is
 resolved and checked again on connect. All response bodies of one fetch share one byte budget
 and one deadline.
@@ -9,6 +10,8 @@ and one deadline.
 from __future__ import annotations
 
 import asyncio
+import functools
+import ssl
 from dataclasses import dataclass
 from types import TracebackType
 from urllib.parse import urljoin
@@ -17,7 +20,7 @@ import httpx
 
 from backend.skills.importing.errors import FetchFailed, FetchTimeout, refused, too_large
 from backend.skills.importing.limits import FetchLimits
-from chat_shell.net import EgressForbidden, EgressPolicy, egress_client
+from chat_shell.net import EgressForbidden, EgressPolicy, EgressTransport
 
 MAX_REDIRECTS = 5
 _REDIRECTS = {301, 302, 303, 307, 308}
@@ -43,7 +46,13 @@ class Downloader:
         self.limits = limits
         self.received = 0
         self.deadline = asyncio.get_running_loop().time() + limits.timeout_seconds
-        self._client = egress_client(policy, timeout=limits.timeout_seconds)
+        # One verifying SSL context for every import: building one reads the CA bundle (~0.3 s).
+        self._client = httpx.AsyncClient(
+            transport=EgressTransport(policy, verify=_ssl_context()),
+            timeout=limits.timeout_seconds,
+            follow_redirects=False,
+            trust_env=False,
+        )
 
     async def __aenter__(self) -> Downloader:
         return self
@@ -117,6 +126,11 @@ class Downloader:
                 raise too_large("download_too_large", "the download", cap)
             body.extend(chunk)
         return bytes(body)
+
+
+@functools.cache
+def _ssl_context() -> ssl.SSLContext:
+    return httpx.create_ssl_context(trust_env=False)
 
 
 def timed_out(limits: FetchLimits) -> FetchTimeout:

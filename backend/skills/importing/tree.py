@@ -1,7 +1,8 @@
 """A fetched tree of files, the skill folders in it, and one deterministic ZIP per folder.
 
 Identical folders give identical ZIP bytes (sorted entries, fixed timestamps, normalized
-modes), hence the same sha256: a re-import of unchanged files is `unchanged`, not a version.
+modes, the same compression per file), hence the same sha256: a re-import of unchanged files
+is `unchanged`, not a version.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import io
 import posixpath
 import stat
 import zipfile
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
@@ -17,6 +19,17 @@ from typing import Literal
 from chat_shell.packages import SKILL_MD_NAMES, PackageReadError, is_ignored
 
 FIXED_TIME = (1980, 1, 1, 0, 0, 0)  # the earliest a ZIP can say
+_SAMPLE = 64 * 1024
+
+
+def _method(data: bytes) -> int:
+    """Deflate (fast level) unless a sample shows the bytes do not compress (media, archives):
+    those are stored, which costs nothing and loses next to nothing. Decided by the bytes
+    alone, so the ZIP stays deterministic."""
+    sample = data[:_SAMPLE]
+    if len(sample) >= 1024 and len(zlib.compress(sample, 1)) > 0.9 * len(sample):
+        return zipfile.ZIP_STORED
+    return zipfile.ZIP_DEFLATED
 
 
 @dataclass(frozen=True)
@@ -87,6 +100,6 @@ def build_zip(files: Mapping[str, TreeFile], folder_name: str) -> bytes:
             info = zipfile.ZipInfo(f"{folder_name}/{path}", date_time=FIXED_TIME)
             info.create_system = 3  # Unix: the mode below is read back
             info.external_attr = (stat.S_IFREG | (0o755 if file.mode & 0o111 else 0o644)) << 16
-            info.compress_type = zipfile.ZIP_DEFLATED
-            archive.writestr(info, file.data, compresslevel=6)
+            info.compress_type = _method(file.data)
+            archive.writestr(info, file.data, compresslevel=1)
     return buffer.getvalue()
