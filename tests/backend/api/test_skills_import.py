@@ -267,6 +267,7 @@ async def test_limits_refuse_a_large_download_a_slow_source_and_a_failing_one(
     app.state.settings = saved.model_copy(update={"import_timeout_seconds": 0.5})
     assert_error(await do_import(client, alice, server.url("/held")), 504, "fetch_timeout")
     server.held.set()
+    app.state.settings = saved
     assert_error(await do_import(client, alice, server.url("/gone.zip")), 502, "fetch_failed")
 
 
@@ -280,3 +281,19 @@ async def test_sync_of_an_uploaded_skill_is_409_and_of_a_missing_one_404(
     assert_error(
         await client.post(f"{SKILLS}/nope/sync", headers=alice.headers), 404, "skill_not_found"
     )
+
+
+async def test_a_tree_over_the_file_or_size_limit_is_refused_whole(
+    app: FastAPI, client: httpx.AsyncClient, alice: Account, server: SourceServer, tmp_path: Path
+) -> None:
+    git_repo(tmp_path / "repo", skill_files("alpha", "beta"))  # four files
+    server.repos["skills"] = tmp_path / "repo"
+    url = server.url("/git/skills.git")
+    saved = app.state.settings
+    app.state.settings = saved.model_copy(update={"import_max_files": 3})
+    assert_error(await do_import(client, alice, url), 422, "too_many_entries")
+    app.state.settings = saved.model_copy(update={"import_max_unpacked_bytes": 100})
+    assert_error(await do_import(client, alice, url), 422, "uncompressed_too_large")
+    app.state.settings = saved
+    listed = await client.get(SKILLS, headers=alice.headers)
+    assert listed.json()["items"] == []
