@@ -25,7 +25,7 @@ from dulwich.repo import MemoryRepo
 
 from backend.skills.errors import ErrorCode, PackageError
 from backend.skills.importing.errors import FetchError, FetchFailed, refused
-from backend.skills.importing.http import Downloader
+from backend.skills.importing.http import Downloader, timed_out
 from backend.skills.importing.tree import TreeFile
 from chat_shell.packages import PackageReadError, ReadCode, path_problem
 
@@ -67,7 +67,14 @@ class EgressGitClient(AbstractHttpGitClient):
         body = data if data is None or isinstance(data, bytes) else b"".join(data)
         method = "GET" if body is None else "POST"
         request = self._downloader.request(method, url, headers=headers, content=body)
-        fetched = asyncio.run_coroutine_threadsafe(request, self._loop).result()
+        # The request ends by the fetch's deadline; the margin only guards against a loop that
+        # stopped (shutdown) leaving this thread waiting forever.
+        future = asyncio.run_coroutine_threadsafe(request, self._loop)
+        try:
+            fetched = future.result(timeout=self._downloader.limits.timeout_seconds + 5)
+        except TimeoutError:
+            future.cancel()
+            raise timed_out(self._downloader.limits) from None
         if raise_for_status:
             if fetched.status == 404:
                 raise NotGitRepository(f"no git repository answered ({fetched.status})")
