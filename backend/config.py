@@ -110,6 +110,18 @@ class Settings(BaseSettings):
     skill_versions_retain: int = Field(
         20, ge=1, description="Package versions kept per skill (Ghost-pinned ones always)."
     )
+    import_max_download_bytes: int = Field(
+        64 * MiB, ge=1, description="Skill imports from a URL: bytes downloaded (archive or git)."
+    )
+    import_max_unpacked_bytes: int = Field(
+        256 * MiB, ge=1, description="Skill imports from a URL: sum of the unpacked files."
+    )
+    import_max_files: int = Field(
+        1000, ge=1, description="Skill imports from a URL: files in the archive or git tree."
+    )
+    import_timeout_seconds: float = Field(
+        60.0, gt=0, description="Skill imports from a URL: time for the whole fetch."
+    )
 
     # --- chat ----------------------------------------------------------------------------
     model: str = Field(

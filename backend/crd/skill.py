@@ -108,6 +108,23 @@ class SkillSpec(CamelModel):
     extra: dict[str, Any] = Field(default_factory=dict)
 
 
+class SkillSource(CamelModel):
+    """Where an imported skill came from (`POST .../skills/import`); sync fetches it again."""
+
+    url: str
+    ref: str | None = None
+    commit: str | None = None  # the git commit imported; None for an archive
+    path: str = ""  # the skill's folder in the repository or archive
+
+
+class ArtifactSource(CamelModel):
+    """A skill installed from a conversation's artifact (`POST .../skills/install`)."""
+
+    type: Literal["artifact"]
+    conversation: str
+    artifact: str
+
+
 class SkillStatus(CamelModel):
     sha256: str
     size: int
@@ -115,8 +132,8 @@ class SkillStatus(CamelModel):
     code_allowed: bool
     warnings: list[SkillWarning] = Field(default_factory=list)
     enabled: bool = True
-    # Where the package came from, when not a plain upload (e.g. a conversation's artifact).
-    source: dict[str, Any] | None = None
+    # Where the package came from, when not a plain upload.
+    source: SkillSource | ArtifactSource | None = None
 
 
 class Skill(CamelModel):

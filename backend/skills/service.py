@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.config import Settings
 from backend.db.models import SYSTEM_USER_ID, Kind
 from backend.egress import check_egress
-from backend.errors import Conflict, InvalidRequest
+from backend.errors import Conflict, InvalidRequest, NotFound
 from backend.ghosts.references import release_skill
 from backend.kinds import store
 from backend.kinds.store import Scope
@@ -85,9 +85,9 @@ async def _record(
     data: bytes | None,
     actor: int | None,
     source: dict[str, Any],
-) -> None:
+) -> int:
     status = row.json["status"]
-    await versions.record(
+    return await versions.record(
         session,
         row.id,
         row.json,
@@ -170,6 +170,56 @@ async def replace(
     await index_skill(session, row)
     await _record(session, settings, row, data=data, actor=actor, source=source)
     return await _finish(session, row, dry_run=dry_run)
+
+
+@dataclass(frozen=True)
+class Upserted:
+    result: Literal["created", "updated", "unchanged"]
+    crd: dict[str, Any]
+    version: int
+
+
+async def upsert(
+    session: AsyncSession,
+    settings: Settings,
+    scope: Scope,
+    data: bytes,
+    *,
+    source: dict[str, Any],
+    actor: int | None = None,
+) -> Upserted:
+    """Create the package's skill, or replace it when the bytes differ (imports and syncs).
+
+    `source` ({url, ref, commit, path}) goes to `status.source`; the same bytes make no new
+    version (a changed source, e.g. a new commit with the same files, is recorded in place).
+    """
+    package = await _read(data, settings, scope, strict=False)
+    try:
+        row: Kind | None = await store.get(session, SKILL_KIND, scope, package.name)
+    except NotFound:
+        row = None
+    labels = {} if row is None else row.json["metadata"].get("labels", {})
+    enabled = True if row is None else row.json["status"].get("enabled", True)
+    crd = _crd(package, scope, labels=labels, enabled=enabled)
+    crd["status"]["source"] = source
+    history = {"type": "import", **source}
+    if row is None:
+        row = await store.insert(session, SKILL_KIND, scope, package.name, crd)
+        result: Literal["created", "updated"] = "created"
+    elif row.json["status"]["sha256"] == package.sha256:
+        if row.json["status"].get("source") != source:
+            kept = {**row.json, "status": {**row.json["status"], "source": source}}
+            await store.replace(session, row, kept)
+            await session.commit()
+        latest = await versions.list_versions(session, row.id)
+        return Upserted("unchanged", row.json, latest[0].version)
+    else:
+        await store.replace(session, row, crd)
+        result = "updated"
+    await index_skill(session, row)
+    number = await _record(session, settings, row, data=data, actor=actor, source=history)
+    await session.commit()
+    return Upserted(result, row.json, number)
 
 
 async def rollback(

@@ -23,6 +23,7 @@ from backend.api.resources import (
     own_scope,
     public_scopes,
 )
+from backend.api.routes import skill_import
 from backend.api.upload import ARCHIVE_BODY_OPENAPI, read_archive
 from backend.crd.skill import Skill
 from backend.kinds import store
@@ -82,6 +83,7 @@ def _etag_matches(header: str | None, etag: str) -> bool:
 
 
 def _register(router: APIRouter, read_scope: ScopeDep, write_scope: ScopeDep, *, own: bool) -> None:
+    skill_import.register(router, write_scope, own=own)
     ReadScope = Annotated[Scope, Depends(read_scope)]
     WriteScope = Annotated[Scope, Depends(write_scope)]
 

@@ -4,6 +4,7 @@ the declared body, and every answer is declared (the `client` fixture checks eac
 from __future__ import annotations
 
 import json
+import random
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -36,6 +37,7 @@ from tests.conftest import Account
 from tests.fake_openai_server import FakeOpenAIServer, Reply
 from tests.support import zips
 from tests.support.openapi import Contract
+from tests.support.sources import SourceServer
 
 API = "/api/v1"
 NS = f"{API}/namespaces/dev"
@@ -131,6 +133,49 @@ async def _skills(c: httpx.AsyncClient, base: str, writer: Account, other: Accou
     expect(await c.post(ghosts, json=ghost("relies", skills=["tool"]), headers=h), 201)
     expect(await c.delete(item, headers=h), 409)
     expect(await c.delete(f"{item}?force=true", headers=h), 204)
+
+
+async def _imports(
+    app: FastAPI, c: httpx.AsyncClient, base: str, writer: Account, other: Account
+) -> None:
+    """Every status of skill imports and syncs, against a file server on loopback."""
+    h = writer.headers
+    with SourceServer() as server:
+        server.files["/s.zip"] = zips.skill("imported")
+        server.files["/page"] = b"<html></html>"
+        server.files["/big.zip"] = zips.skill("big", files={"b": random.Random(0).randbytes(9000)})
+        imp = f"{base}/import"
+        expect(await c.post(imp, json={"url": server.url("/s.zip")}, headers=h), 200)
+        sync = f"{base}/imported/sync"
+        expect(await c.post(sync, headers=h), 200)
+        server.redirects["/s.zip"] = f"http://127.0.0.2:{server.port}/s.zip"  # egress refuses
+        expect(await c.post(sync, headers=h), 422)
+        server.redirects["/s.zip"] = server.url("/gone.zip")
+        expect(await c.post(sync, headers=h), 502)
+        expect(await c.post(f"{base}/nope/sync", headers=h), 404)
+        uploaded = zips.skill("uploaded")
+        expect(await c.post(base, content=uploaded, headers={**h, **ZIP}), 201)
+        expect(await c.post(f"{base}/uploaded/sync", headers=h), 409)  # not imported
+        expect(await c.post(imp, json={"url": server.url("/page")}, headers=h), 422)
+        expect(await c.post(imp, json={"url": server.url("/gone.zip")}, headers=h), 502)
+        saved = app.state.settings
+        try:
+            app.state.settings = saved.model_copy(update={"import_max_download_bytes": 5000})
+            expect(await c.post(imp, json={"url": server.url("/big.zip")}, headers=h), 413)
+            app.state.settings = saved.model_copy(update={"import_timeout_seconds": 0.5})
+            expect(await c.post(imp, json={"url": server.url("/held")}, headers=h), 504)
+            server.redirects["/s.zip"] = server.url("/held")
+            expect(await c.post(sync, headers=h), 504)
+        finally:
+            app.state.settings = saved
+            server.held.set()
+        if base.startswith(NS):
+            bad = base.replace("/dev/", "/Bad_NS/")
+            expect(await c.post(f"{bad}/import", json={"url": "https://x"}, headers=h), 422)
+            expect(await c.post(f"{bad}/imported/sync", headers=h), 422)
+        else:
+            expect(await c.post(imp, json={"url": "https://x"}, headers=other.headers), 403)
+            expect(await c.post(f"{base}/imported/sync", headers=other.headers), 403)
 
 
 async def _ghosts(c: httpx.AsyncClient, base: str, writer: Account, other: Account) -> None:
@@ -420,6 +465,8 @@ async def test_every_documented_status_is_answered_with_its_documented_body(
     await _accounts(client, alice, admin)
     await _skills(client, f"{NS}/skills", alice, admin)
     await _skills(client, f"{PUBLIC}/skills", admin, alice)
+    await _imports(app, client, f"{NS}/skills", alice, admin)
+    await _imports(app, client, f"{PUBLIC}/skills", admin, alice)
     await _ghosts(client, f"{NS}/ghosts", alice, admin)
     await _ghosts(client, f"{PUBLIC}/ghosts", admin, alice)
     await _plugins(client, f"{NS}/plugins", alice, admin)

@@ -66,6 +66,7 @@ def test_the_crd_serializes_with_the_documented_camel_case_keys() -> None:
         "codeAllowed": False,
         "warnings": doc["status"]["warnings"],
         "enabled": True,
+        "source": None,  # set by imports from a URL: {url, ref, commit, path}
     }
     assert [w["code"] for w in doc["status"]["warnings"]] == ["unknown_field", "code_not_allowed"]
 

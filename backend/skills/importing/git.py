@@ -1,0 +1,238 @@
+"""Git sources through dulwich (pure Python, always installed): a shallow fetch at a branch,
+tag or commit, smart or dumb HTTP.
+
+dulwich runs in a worker thread; its HTTP requests come back to the event loop and go through
+the import's `Downloader` (egress policy on the URL and on every redirect, one byte budget,
+one deadline). Nothing of dulwich's own HTTP stack (urllib3, proxies, credentials) is used.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import stat
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from io import BytesIO
+from typing import Any
+
+from dulwich.client import AbstractHttpGitClient
+from dulwich.errors import GitProtocolError, HangupException, NotGitRepository
+from dulwich.object_store import peel_sha
+from dulwich.objects import Blob, Commit, ObjectID, Tree
+from dulwich.refs import Ref
+from dulwich.repo import MemoryRepo
+
+from backend.skills.errors import ErrorCode, PackageError
+from backend.skills.importing.errors import FetchError, FetchFailed, refused
+from backend.skills.importing.http import Downloader, timed_out
+from backend.skills.importing.tree import TreeFile
+from chat_shell.packages import PackageReadError, ReadCode, path_problem
+
+_SHA = re.compile(r"[0-9a-f]{40}")
+_GITLINK = 0o160000  # a submodule: its files are in another repository
+
+
+@dataclass
+class _Response:
+    """What dulwich reads of an urllib3 response."""
+
+    status: int
+    headers: dict[str, str]
+    content_type: str | None
+    redirect_location: str
+    data: BytesIO = field(default_factory=BytesIO)
+
+    def close(self) -> None:
+        self.data.close()
+
+
+class EgressGitClient(AbstractHttpGitClient):
+    """dulwich's HTTP git client with every request made by `Downloader` on `loop`."""
+
+    def __init__(
+        self, base_url: str, downloader: Downloader, loop: asyncio.AbstractEventLoop
+    ) -> None:
+        super().__init__(base_url, quiet=True)
+        self._downloader = downloader
+        self._loop = loop
+
+    def _http_request(
+        self,
+        url: str,
+        headers: dict[str, str] | None = None,
+        data: bytes | Iterator[bytes] | None = None,
+        raise_for_status: bool = True,
+    ) -> tuple[Any, Callable[[int], bytes]]:
+        body = data if data is None or isinstance(data, bytes) else b"".join(data)
+        method = "GET" if body is None else "POST"
+        request = self._downloader.request(method, url, headers=headers, content=body)
+        # The request ends by the fetch's deadline; the margin only guards against a loop that
+        # stopped (shutdown) leaving this thread waiting forever.
+        future = asyncio.run_coroutine_threadsafe(request, self._loop)
+        try:
+            fetched = future.result(timeout=self._downloader.limits.timeout_seconds + 5)
+        except TimeoutError:
+            future.cancel()
+            raise timed_out(self._downloader.limits) from None
+        if raise_for_status:
+            if fetched.status == 404:
+                raise NotGitRepository(f"no git repository answered ({fetched.status})")
+            if fetched.status != 200:
+                raise GitProtocolError(f"unexpected HTTP status {fetched.status}")
+        response = _Response(
+            status=fetched.status,
+            headers=dict(fetched.headers),
+            content_type=fetched.headers.get("content-type"),
+            redirect_location=fetched.url if fetched.url != url else "",
+            data=BytesIO(fetched.body),
+        )
+        return response, response.data.read
+
+    def head_target(self) -> Ref | None:
+        """The branch the repository's `HEAD` file names (what a dumb server has for HEAD)."""
+        response, read = self._http_request(self._get_url("") + "HEAD", raise_for_status=False)
+        found = _HEAD_FILE.fullmatch(read(4096)) if response.status == 200 else None
+        return Ref(found.group(1)) if found else None
+
+
+_HEAD_FILE = re.compile(rb"ref: (refs/\S+)\s*")
+
+
+def _wanted(refs: Mapping[Ref, ObjectID], ref: str | None) -> ObjectID:
+    """The object `ref` names among the advertised refs (HEAD when None), or a commit id."""
+    if ref is None:
+        candidates = [b"HEAD"]
+    else:
+        name = ref.encode()
+        candidates = [b"refs/heads/" + name, b"refs/tags/" + name, name]
+    for candidate in candidates:
+        if Ref(candidate) in refs:
+            return refs[Ref(candidate)]
+    if ref is not None and _SHA.fullmatch(ref):
+        return ObjectID(ref.encode())
+    raise refused(
+        "unknown_ref",
+        "the repository has no such branch or tag" if ref else "the repository has no HEAD",
+        ref=ref,
+    )
+
+
+def fetch_git(
+    url: str, ref: str | None, path: str, downloader: Downloader, loop: asyncio.AbstractEventLoop
+) -> tuple[str, dict[str, TreeFile], dict[str, PackageReadError]]:
+    """(commit id, files under `path`, per-file problems); runs in a worker thread.
+
+    A branch, tag or advertised commit is fetched shallow (depth 1). Servers refuse wants of
+    commits they do not advertise (git's default), so an older commit is looked for in the
+    full history of the advertised refs, still within the download budget.
+    """
+    client = EgressGitClient(url, downloader, loop)
+    try:
+        repo, wanted = _fetch(client, ref, shallow=True)
+    except _NotAdvertised:
+        repo, wanted = _fetch(client, ref, shallow=False)
+    return _checkout(repo, wanted, ref, path, downloader)
+
+
+class _NotAdvertised(Exception):
+    """The commit asked for is no advertised ref: servers refuse it as a shallow want."""
+
+
+def _fetch(
+    client: EgressGitClient, ref: str | None, *, shallow: bool
+) -> tuple[MemoryRepo, ObjectID]:
+    repo = MemoryRepo()
+    chosen: list[ObjectID] = []
+
+    def determine_wants(refs: Mapping[Ref, ObjectID], depth: int | None = None) -> list[ObjectID]:
+        # `tag^{}` entries name what a tag points to; a server does not serve them as wants
+        advertised = {k: v for k, v in refs.items() if not k.endswith(b"^{}")}
+        if ref is None and Ref(b"HEAD") not in advertised:  # dumb servers list no HEAD
+            head = client.head_target()
+            if head is not None and head in advertised:
+                advertised[Ref(b"HEAD")] = advertised[head]
+        chosen.append(_wanted(advertised, ref))
+        if chosen[0] in advertised.values():
+            return [chosen[0]]
+        if shallow:
+            raise _NotAdvertised
+        return sorted(set(advertised.values()))
+
+    try:
+        client.fetch("", repo, determine_wants=determine_wants, depth=1 if shallow else None)
+    except FetchError:
+        raise
+    except KeyError:
+        raise refused("unknown_ref", "the commit is not in the repository", ref=ref) from None
+    except (GitProtocolError, HangupException, NotGitRepository, ValueError, AssertionError) as exc:
+        raise FetchFailed(
+            f"the git fetch failed: {exc}", details={"reason": type(exc).__name__}
+        ) from None
+    return repo, chosen[0]
+
+
+def _checkout(
+    repo: MemoryRepo, wanted: ObjectID, ref: str | None, path: str, downloader: Downloader
+) -> tuple[str, dict[str, TreeFile], dict[str, PackageReadError]]:
+    try:
+        _, commit = peel_sha(repo.object_store, wanted)
+    except KeyError:
+        raise refused("unknown_ref", "the commit is not in the repository", ref=ref) from None
+    if not isinstance(commit, Commit):
+        raise refused("unknown_ref", "the ref does not name a commit", ref=ref)
+    files, problems = _walk(repo, commit, path, downloader)
+    return commit.id.decode(), files, problems
+
+
+def _walk(
+    repo: MemoryRepo, commit: Commit, path: str, downloader: Downloader
+) -> tuple[dict[str, TreeFile], dict[str, PackageReadError]]:
+    store = repo.object_store
+    tree = store[commit.tree]
+    for part in path.split("/") if path else []:
+        assert isinstance(tree, Tree)
+        if part.encode() not in tree:
+            raise refused("path_not_found", "the path is not in the repository", path=path)
+        mode, sha = tree[part.encode()]
+        tree = store[sha]
+        if not stat.S_ISDIR(mode):
+            raise refused("path_not_found", "the path is not a folder", path=path)
+    assert isinstance(tree, Tree)
+    limits = downloader.limits
+    files: dict[str, TreeFile] = {}
+    problems: dict[str, PackageReadError] = {}
+    total = 0
+    for entry in store.iter_tree_contents(tree.id):
+        assert entry.path is not None and entry.mode is not None and entry.sha is not None
+        name = entry.path.decode("utf-8", "replace")
+        if entry.mode == _GITLINK:
+            continue
+        if len(files) + len(problems) >= limits.files:
+            raise PackageError(
+                ErrorCode.TOO_MANY_ENTRIES,
+                f"the tree has more than {limits.files} files",
+                limit=limits.files,
+            )
+        problem = path_problem(name)
+        if problem is not None:
+            problems[name] = PackageReadError(
+                ReadCode.UNSAFE_PATH, f"unsafe entry name {name!r}: {problem}", entry=name
+            )
+            continue
+        if stat.S_ISLNK(entry.mode):
+            problems[name] = PackageReadError(
+                ReadCode.SYMLINK_ENTRY, f"entry {name!r} is a symlink", entry=name
+            )
+            continue
+        blob = store[entry.sha]
+        assert isinstance(blob, Blob)
+        total += blob.raw_length()
+        if total > limits.unpacked_bytes:
+            raise PackageError(
+                ErrorCode.UNCOMPRESSED_TOO_LARGE,
+                f"the tree's files add up to more than {limits.unpacked_bytes} bytes",
+                limit=limits.unpacked_bytes,
+            )
+        files[name] = TreeFile(blob.as_raw_string(), 0o755 if entry.mode & 0o111 else 0o644)
+    return dict(sorted(files.items())), problems

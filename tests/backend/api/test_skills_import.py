@@ -1,0 +1,299 @@
+"""`POST .../skills/import` and `.../skills/{name}/sync` against sources on loopback."""
+
+from __future__ import annotations
+
+import io
+import random
+import tarfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from fastapi import FastAPI
+from sqlalchemy import func, select
+
+from backend.config import Settings
+from backend.db.models import SkillVersion
+from tests.backend.api.test_auth import assert_error
+from tests.backend.chat.conftest import LOOPBACK_ALLOW
+from tests.conftest import Account
+from tests.support import zips
+from tests.support.sources import SourceServer, commit_files, git_repo, skill_files
+
+IMPORT = "/api/v1/namespaces/dev/skills/import"
+SKILLS = "/api/v1/namespaces/dev/skills"
+
+
+@pytest.fixture
+def settings(settings: Settings) -> Settings:
+    return settings.model_copy(update={"egress_allow": LOOPBACK_ALLOW})
+
+
+@pytest.fixture
+def server() -> Iterator[SourceServer]:
+    with SourceServer() as source:
+        yield source
+
+
+async def do_import(
+    client: httpx.AsyncClient, account: Account, url: str, **body: Any
+) -> httpx.Response:
+    return await client.post(IMPORT, json={"url": url, **body}, headers=account.headers)
+
+
+def results(response: httpx.Response) -> dict[str, str]:
+    assert response.status_code == 200, response.text
+    return {item["name"]: item["result"] for item in response.json()["items"]}
+
+
+async def version_count(app: FastAPI) -> int:
+    async with app.state.sessionmaker() as session:
+        return int(await session.scalar(select(func.count()).select_from(SkillVersion)) or 0)
+
+
+def tar_gz(entries: dict[str, bytes], *, symlink: str | None = None) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        for name, data in entries.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+        if symlink is not None:
+            link = tarfile.TarInfo(symlink)
+            link.type = tarfile.SYMTYPE
+            link.linkname = "/etc/passwd"
+            tar.addfile(link)
+    return buffer.getvalue()
+
+
+async def test_a_git_repository_over_smart_http_imports_every_skill_with_its_source(
+    client: httpx.AsyncClient, alice: Account, server: SourceServer, tmp_path: Path
+) -> None:
+    repo = git_repo(tmp_path / "repo", skill_files("alpha", "beta"))
+    server.repos["skills"] = tmp_path / "repo"
+    url = server.url("/git/skills.git")
+
+    response = await do_import(client, alice, url)
+
+    assert results(response) == {"alpha": "created", "beta": "created"}
+    commit = repo.head().decode()
+    assert response.json()["source"] == {"url": url, "ref": None, "commit": commit, "path": ""}
+    skill = (await client.get(f"{SKILLS}/alpha", headers=alice.headers)).json()
+    assert skill["status"]["source"] == {
+        "url": url,
+        "ref": None,
+        "commit": commit,
+        "path": "skills/alpha",
+    }
+    assert skill["spec"]["files"] == [
+        {"path": "SKILL.md", "size": len(zips.skill_md("alpha", "The alpha skill."))},
+        {"path": "scripts/run.sh", "size": 8},
+    ]
+    history = (await client.get(f"{SKILLS}/alpha/versions", headers=alice.headers)).json()
+    assert history["items"][0]["source"]["type"] == "import"
+
+
+async def test_importing_again_is_unchanged_and_sync_makes_a_version_only_for_new_bytes(
+    app: FastAPI, client: httpx.AsyncClient, alice: Account, server: SourceServer, tmp_path: Path
+) -> None:
+    repo = git_repo(tmp_path / "repo", skill_files("alpha", "beta"))
+    server.repos["skills"] = tmp_path / "repo"
+    url = server.url("/git/skills.git")
+    assert results(await do_import(client, alice, url)) == {"alpha": "created", "beta": "created"}
+    before = await version_count(app)
+
+    again = await do_import(client, alice, url)
+    assert results(again) == {"alpha": "unchanged", "beta": "unchanged"}
+    assert await version_count(app) == before
+
+    # a commit that touches beta only: alpha stays as it is, with the new commit recorded
+    commit = commit_files(repo, {"skills/beta/notes.md": "new\n"}, "beta notes")
+    synced = await client.post(f"{SKILLS}/alpha/sync", headers=alice.headers)
+    assert synced.status_code == 200, synced.text
+    assert synced.json()["result"] == "unchanged"
+    assert await version_count(app) == before
+    alpha = (await client.get(f"{SKILLS}/alpha", headers=alice.headers)).json()
+    assert alpha["status"]["source"]["commit"] == commit
+
+    synced = await client.post(f"{SKILLS}/beta/sync", headers=alice.headers)
+    assert synced.json()["result"] == "updated"
+    assert synced.json()["version"] == 2
+    assert await version_count(app) == before + 1
+    beta = (await client.get(f"{SKILLS}/beta", headers=alice.headers)).json()
+    assert "notes.md" in [f["path"] for f in beta["spec"]["files"]]
+
+
+async def test_a_branch_a_tag_and_an_older_commit_each_import_their_own_tree(
+    client: httpx.AsyncClient, alice: Account, server: SourceServer, tmp_path: Path
+) -> None:
+    from dulwich import porcelain
+
+    repo = git_repo(tmp_path / "repo", skill_files("alpha"))
+    first = repo.head().decode()
+    porcelain.tag_create(repo, b"v1", annotated=True, message=b"v1", author=b"T <t@e.x>")
+    commit_files(repo, skill_files("beta"), "add beta")
+    server.repos["skills"] = tmp_path / "repo"
+    url = server.url("/git/skills.git")
+
+    tagged = await do_import(client, alice, url, ref="v1")
+    assert results(tagged) == {"alpha": "created"}
+    assert tagged.json()["source"]["commit"] == first
+    at_commit = await do_import(client, alice, url, ref=first)
+    assert results(at_commit) == {"alpha": "unchanged"}
+    branch = await do_import(client, alice, url, ref="master")
+    assert results(branch) == {"alpha": "unchanged", "beta": "created"}
+    unknown = await do_import(client, alice, url, ref="nope")
+    assert_error(unknown, 422, "unknown_ref")
+
+
+async def test_a_repository_served_over_dumb_http_imports_too(
+    client: httpx.AsyncClient, alice: Account, server: SourceServer, tmp_path: Path
+) -> None:
+    git_repo(tmp_path / "repo", skill_files("alpha"))
+    server.repos["skills"] = tmp_path / "repo"
+    response = await do_import(client, alice, server.url("/dumb/skills.git"))
+    assert results(response) == {"alpha": "created"}
+
+
+async def test_a_path_imports_only_the_skills_under_it(
+    client: httpx.AsyncClient, alice: Account, server: SourceServer, tmp_path: Path
+) -> None:
+    files = {**skill_files("alpha"), **skill_files("beta", prefix="other/")}
+    git_repo(tmp_path / "repo", files)
+    server.repos["skills"] = tmp_path / "repo"
+    url = server.url("/git/skills.git")
+    response = await do_import(client, alice, url, path="other")
+    assert results(response) == {"beta": "created"}
+    assert response.json()["items"][0]["path"] == "other/beta"
+    assert_error(await do_import(client, alice, url, path="missing"), 422, "path_not_found")
+    assert_error(await do_import(client, alice, url, path="../x"), 422, "invalid_import_path")
+
+
+async def test_a_zip_of_many_skills_imports_each_and_reports_a_refused_one_with_its_code(
+    client: httpx.AsyncClient, alice: Account, server: SourceServer
+) -> None:
+    archive = zips.build(
+        {
+            "repo-main/skills/alpha/SKILL.md": zips.skill_md("alpha"),
+            "repo-main/skills/beta/SKILL.md": zips.skill_md("beta"),
+            "repo-main/skills/Bad_Name/SKILL.md": "---\nname: Bad_Name\n---\nno description\n",
+            "repo-main/README.md": "hello",
+        }
+    )
+    server.files["/repo.zip"] = archive
+    response = await do_import(client, alice, server.url("/repo.zip"))
+    items = {i["path"]: i for i in response.json()["items"]}
+    assert results(response) == {"alpha": "created", "beta": "created", "Bad_Name": "refused"}
+    refused = items["skills/Bad_Name"]
+    assert refused["code"] and refused["message"]
+    listed = (await client.get(SKILLS, headers=alice.headers)).json()["items"]
+    assert sorted(s["metadata"]["name"] for s in listed) == ["alpha", "beta"]
+
+
+async def test_a_tar_gz_archive_imports_and_its_links_are_refused(
+    client: httpx.AsyncClient, alice: Account, server: SourceServer
+) -> None:
+    skill = {"pack/gamma/SKILL.md": zips.skill_md("gamma").encode()}
+    server.files["/pack.tar.gz"] = tar_gz(skill)
+    assert results(await do_import(client, alice, server.url("/pack.tar.gz"))) == {
+        "gamma": "created"
+    }
+    server.files["/linked.tgz"] = tar_gz(skill, symlink="pack/gamma/link")
+    assert_error(await do_import(client, alice, server.url("/linked.tgz")), 422, "symlink_entry")
+
+
+async def test_an_archive_breaking_an_upload_rule_is_refused_with_the_uploads_code(
+    client: httpx.AsyncClient, alice: Account, server: SourceServer
+) -> None:
+    server.files["/evil.zip"] = zips.with_entry("../evil")
+    assert_error(await do_import(client, alice, server.url("/evil.zip")), 422, "unsafe_path")
+    server.files["/page"] = b"<html>not a skill</html>"
+    assert_error(await do_import(client, alice, server.url("/page")), 422, "not_an_archive")
+
+
+async def test_a_symlink_in_a_git_skill_refuses_that_skill_only(
+    client: httpx.AsyncClient, alice: Account, server: SourceServer, tmp_path: Path
+) -> None:
+    repo = git_repo(tmp_path / "repo", skill_files("alpha", "beta"))
+    commit_files(repo, {}, "link", symlinks={"skills/beta/secret": "/etc/passwd"})
+    server.repos["skills"] = tmp_path / "repo"
+    response = await do_import(client, alice, server.url("/git/skills.git"))
+    assert results(response) == {"alpha": "created", "beta": "refused"}
+    assert response.json()["items"][1]["code"] == "symlink_entry"
+
+
+async def test_a_redirect_to_a_refused_address_is_refused_for_archives_and_git(
+    client: httpx.AsyncClient, alice: Account, server: SourceServer, tmp_path: Path
+) -> None:
+    # 127.0.0.2 is loopback too, but only 127.0.0.1 is allowed: the policy, not the network,
+    # stops it.
+    server.files["/ok.zip"] = zips.skill("alpha")
+    server.redirects["/moved.zip"] = f"http://127.0.0.2:{server.port}/ok.zip"
+    response = await do_import(client, alice, server.url("/moved.zip"))
+    assert_error(response, 422, "egress_forbidden")
+
+    git_repo(tmp_path / "repo", skill_files("alpha"))
+    server.repos["skills"] = tmp_path / "repo"
+    server.redirects["/moved.git/info/refs"] = (
+        f"http://127.0.0.2:{server.port}/git/skills.git/info/refs"
+    )
+    response = await do_import(client, alice, server.url("/moved.git"))
+    assert_error(response, 422, "egress_forbidden")
+    assert not any(p.startswith("/git/") for p in server.requests)
+
+    server.redirects["/fine.zip"] = server.url("/ok.zip")
+    assert results(await do_import(client, alice, server.url("/fine.zip"))) == {"alpha": "created"}
+
+
+async def test_without_an_allow_setting_a_loopback_url_is_refused(
+    app: FastAPI, client: httpx.AsyncClient, alice: Account, server: SourceServer
+) -> None:
+    app.state.settings = app.state.settings.model_copy(update={"egress_allow": []})
+    server.files["/ok.zip"] = zips.skill("alpha")
+    assert_error(await do_import(client, alice, server.url("/ok.zip")), 422, "egress_forbidden")
+    assert server.requests == []
+
+
+async def test_limits_refuse_a_large_download_a_slow_source_and_a_failing_one(
+    app: FastAPI, client: httpx.AsyncClient, alice: Account, server: SourceServer
+) -> None:
+    saved = app.state.settings
+    app.state.settings = saved.model_copy(update={"import_max_download_bytes": 1000})
+    big = zips.skill("alpha", files={"blob.bin": random.Random(0).randbytes(4000)})
+    server.files["/big.zip"] = big
+    assert_error(await do_import(client, alice, server.url("/big.zip")), 413, "download_too_large")
+    app.state.settings = saved.model_copy(update={"import_timeout_seconds": 0.5})
+    assert_error(await do_import(client, alice, server.url("/held")), 504, "fetch_timeout")
+    server.held.set()
+    app.state.settings = saved
+    assert_error(await do_import(client, alice, server.url("/gone.zip")), 502, "fetch_failed")
+
+
+async def test_sync_of_an_uploaded_skill_is_409_and_of_a_missing_one_404(
+    client: httpx.AsyncClient, alice: Account
+) -> None:
+    await client.post(SKILLS, files={"file": ("s.zip", zips.skill("up"))}, headers=alice.headers)
+    assert_error(
+        await client.post(f"{SKILLS}/up/sync", headers=alice.headers), 409, "no_import_source"
+    )
+    assert_error(
+        await client.post(f"{SKILLS}/nope/sync", headers=alice.headers), 404, "skill_not_found"
+    )
+
+
+async def test_a_tree_over_the_file_or_size_limit_is_refused_whole(
+    app: FastAPI, client: httpx.AsyncClient, alice: Account, server: SourceServer, tmp_path: Path
+) -> None:
+    git_repo(tmp_path / "repo", skill_files("alpha", "beta"))  # four files
+    server.repos["skills"] = tmp_path / "repo"
+    url = server.url("/git/skills.git")
+    saved = app.state.settings
+    app.state.settings = saved.model_copy(update={"import_max_files": 3})
+    assert_error(await do_import(client, alice, url), 422, "too_many_entries")
+    app.state.settings = saved.model_copy(update={"import_max_unpacked_bytes": 100})
+    assert_error(await do_import(client, alice, url), 422, "uncompressed_too_large")
+    app.state.settings = saved
+    listed = await client.get(SKILLS, headers=alice.headers)
+    assert listed.json()["items"] == []

@@ -1,0 +1,53 @@
+"""Skill folders of a fetched tree, and the deterministic ZIP built for each."""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import zipfile
+from io import BytesIO
+
+from backend.skills.importing.tree import TreeFile, build_zip, skill_folders
+from backend.skills.package import read_package
+from tests.support import zips
+
+
+def files() -> dict[str, TreeFile]:
+    return {
+        "SKILL.md": TreeFile(zips.skill_md("demo").encode(), 0o644),
+        "scripts/run.sh": TreeFile(b"echo hi\n", 0o755),
+        "assets/noise.bin": TreeFile(random.Random(1).randbytes(8192), 0o644),
+    }
+
+
+def test_identical_files_give_identical_zip_bytes_whatever_their_order() -> None:
+    forward = files()
+    backward = dict(reversed(list(forward.items())))
+    first, second = build_zip(forward, "demo"), build_zip(backward, "demo")
+    assert hashlib.sha256(first).digest() == hashlib.sha256(second).digest()
+    changed = {**forward, "scripts/run.sh": TreeFile(b"echo bye\n", 0o755)}
+    assert build_zip(changed, "demo") != first
+
+
+def test_the_zip_is_a_valid_package_keeping_modes_and_storing_incompressible_files() -> None:
+    data = build_zip(files(), "demo")
+    package = read_package(data)
+    assert package.name == "demo"
+    modes = {f.path: f.mode for f in package.files}
+    assert modes["scripts/run.sh"] == 0o755 and modes["SKILL.md"] == 0o644
+    with zipfile.ZipFile(BytesIO(data)) as archive:
+        methods = {i.filename: i.compress_type for i in archive.infolist()}
+    assert methods["demo/assets/noise.bin"] == zipfile.ZIP_STORED
+    assert methods["demo/SKILL.md"] == zipfile.ZIP_DEFLATED
+
+
+def test_skill_folders_are_the_outermost_ones_holding_a_skill_md() -> None:
+    tree = {
+        "README.md": b"",
+        "skills/a/SKILL.md": b"",
+        "skills/a/nested/SKILL.md": b"",  # part of skill a, not a skill of its own
+        "skills/b/skill.md": b"",
+        ".github/x/SKILL.md": b"",  # ignored, as in packages
+    }
+    assert skill_folders(tree) == ["skills/a", "skills/b"]
+    assert skill_folders({"SKILL.md": b"", "x/SKILL.md": b""}) == [""]

@@ -1,0 +1,136 @@
+"""Skill sources on loopback for import tests: files, redirects, git over smart and dumb HTTP.
+
+with SourceServer() as server:
+    server.files["/a.zip"] = data                 # GET /a.zip
+    server.redirects["/r"] = "http://127.0.0.2/"  # GET /r -> 302
+    server.repos["skills"] = repo_dir             # /git/skills.git (smart), /dumb/skills.git
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterable
+from pathlib import Path
+from socketserver import ThreadingMixIn
+from types import TracebackType
+from typing import Any, Self
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+
+from dulwich import porcelain
+from dulwich.repo import Repo
+from dulwich.server import DictBackend
+from dulwich.web import make_wsgi_chain
+
+from tests.support import zips
+
+AUTHOR = b"Test <test@example.com>"
+
+
+class _Quiet(WSGIRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base's name
+        pass
+
+
+class _Server(ThreadingMixIn, WSGIServer):
+    daemon_threads = True
+
+
+class SourceServer:
+    def __init__(self) -> None:
+        self.files: dict[str, bytes] = {}
+        self.redirects: dict[str, str] = {}
+        self.repos: dict[str, Path] = {}
+        self.held = threading.Event()  # GET /held answers once this is set
+        self.requests: list[str] = []
+        self.git_app: Any = None  # serves /git/ instead of dulwich's smart-HTTP app when set
+        self._httpd = make_server("127.0.0.1", 0, self._app, _Server, _Quiet)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+
+    @property
+    def port(self) -> int:
+        return int(self._httpd.server_address[1])
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def __enter__(self) -> Self:
+        self._thread.start()
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.held.set()
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(timeout=10)
+
+    def _app(self, environ: dict[str, Any], start: Any) -> Iterable[bytes]:
+        path = environ["PATH_INFO"]
+        self.requests.append(path)
+        if self.git_app is not None and path.startswith("/git/"):
+            return self.git_app(environ, start)  # type: ignore[no-any-return]
+        for prefix, dumb in (("/git", False), ("/dumb", True)):
+            if path.startswith(prefix + "/"):
+                backend = DictBackend(
+                    {f"/{name}.git": Repo(str(d)) for name, d in self.repos.items()}
+                )
+                environ = {**environ, "PATH_INFO": path.removeprefix(prefix)}
+                return make_wsgi_chain(backend, dumb=dumb)(environ, start)  # type: ignore[no-any-return]
+        if path in self.redirects:
+            start("302 Found", [("Location", self.redirects[path]), ("Content-Length", "0")])
+            return [b""]
+        if path == "/held":
+            self.held.wait(timeout=30)
+            start("200 OK", [("Content-Length", "0")])
+            return [b""]
+        if path in self.files:
+            body = self.files[path]
+            start(
+                "200 OK",
+                [("Content-Type", "application/octet-stream"), ("Content-Length", str(len(body)))],
+            )
+            return [body]
+        start("404 Not Found", [("Content-Length", "0")])
+        return [b""]
+
+
+def git_repo(root: Path, files: dict[str, str | bytes]) -> Repo:
+    """A repository at `root` whose first commit holds `files`."""
+    root.mkdir(parents=True, exist_ok=True)
+    repo = porcelain.init(str(root))
+    commit_files(repo, files, "first")
+    return repo
+
+
+def commit_files(
+    repo: Repo,
+    files: dict[str, str | bytes],
+    message: str,
+    *,
+    symlinks: dict[str, str] | None = None,
+) -> str:
+    """Write `files` (and `symlinks`) into the work tree, commit them; the new commit id."""
+    root = Path(repo.path)
+    for name, content in files.items():
+        target = root / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(content.encode() if isinstance(content, str) else content)
+    for name, link in (symlinks or {}).items():
+        os.symlink(link, root / name)
+    porcelain.add(repo, paths=[str(root / n) for n in [*files, *(symlinks or {})]])
+    sha = porcelain.commit(repo, message=message.encode(), author=AUTHOR, committer=AUTHOR)
+    return sha.decode()
+
+
+def skill_files(*names: str, prefix: str = "skills/") -> dict[str, str | bytes]:
+    """A SKILL.md per name, each in `prefix + name/`, with a script beside it."""
+    out: dict[str, str | bytes] = {}
+    for name in names:
+        out[f"{prefix}{name}/SKILL.md"] = zips.skill_md(name, f"The {name} skill.")
+        out[f"{prefix}{name}/scripts/run.sh"] = "echo hi\n"
+    return out
