@@ -72,7 +72,20 @@ class Settings(BaseSettings):
     redis_url: str | None = Field(
         None, description="redis://... Unset: embedded mode (in-process turns, no Redis)."
     )
-    database_pool_size: int = Field(10, ge=1, description="PostgreSQL connection pool size.")
+    database_pool_size: int = Field(
+        10, ge=1, description="Database connections per process (plus as many overflow)."
+    )
+    database_pool_timeout: float = Field(
+        10.0,
+        gt=0,
+        description="Seconds a request waits for a pooled connection before it is answered "
+        "503 `dependency_unavailable` with `Retry-After`.",
+    )
+    retry_after_seconds: int = Field(
+        2,
+        ge=1,
+        description="`Retry-After` of 503 `dependency_unavailable` and 429 `too_many_turns`.",
+    )
 
     # --- auth ----------------------------------------------------------------------------
     bootstrap_admin_token: SecretStr | None = Field(
@@ -111,6 +124,12 @@ class Settings(BaseSettings):
     )
 
     # --- chat ----------------------------------------------------------------------------
+    max_concurrent_turns_per_user: int = Field(
+        8,
+        ge=1,
+        description="Turns one user may have running at once across the cluster; one more "
+        "send is answered 429 `too_many_turns` with `Retry-After`.",
+    )
     model: str = Field(
         "offline", description="Default model: `offline` (no network) or a model name."
     )
