@@ -230,7 +230,9 @@ async def _search(c: httpx.AsyncClient, alice: Account, admin: Account) -> None:
     expect(await c.get(f"{PUBLIC}/ghosts/finder/skills/search?q=x&limit=0", headers=h), 422)
 
 
-async def _chat(c: httpx.AsyncClient, alice: Account, openai_server: FakeOpenAIServer) -> None:
+async def _chat(
+    app: FastAPI, c: httpx.AsyncClient, alice: Account, openai_server: FakeOpenAIServer
+) -> None:
     setup = await make_setup(c, alice, openai_server)
     h = alice.headers
     conversations = f"{API}/conversations"
@@ -256,6 +258,16 @@ async def _chat(c: httpx.AsyncClient, alice: Account, openai_server: FakeOpenAIS
     async with held_turn(c, setup, openai_server, cid, "held") as running:
         busy = await c.post(f"{one}/messages", json={"content": "x"}, headers=h)
         assert_error(busy, 409, "turn_in_progress")
+        other = await setup.conversation(c)
+        app.state.chat.admission.limit = 1  # the held turn is the caller's one
+        try:
+            again = await c.post(
+                f"{conversations}/{other}/messages", json={"content": "x"}, headers=h
+            )
+        finally:
+            app.state.chat.admission.limit = app.state.settings.max_concurrent_turns_per_user
+        assert_error(again, 429, "too_many_turns")
+        assert again.headers["retry-after"] == str(app.state.settings.retry_after_seconds)
         expect(await c.post(f"{one}/cancel", headers=h), 200)
     await running
     expect(await c.post(f"{conversations}/nope/cancel", headers=h), 404)
@@ -306,7 +318,7 @@ async def test_every_documented_status_is_answered_with_its_documented_body(
     await _ghosts(client, f"{NS}/ghosts", alice, admin)
     await _ghosts(client, f"{PUBLIC}/ghosts", admin, alice)
     await _apply(client, alice, monkeypatch)
-    await _chat(client, alice, openai_server)
+    await _chat(app, client, alice, openai_server)
     await _search(client, alice, admin)
     for method, url in _each_operation(contract):
         if url.startswith(API):
@@ -320,6 +332,7 @@ async def test_every_documented_status_is_answered_with_its_documented_body(
             if url.startswith(API):
                 response = await client.request(method, url, headers=alice.headers)
                 assert_error(response, 503, "dependency_unavailable")
+                assert response.headers["retry-after"] == "2", (method, url)
 
     never_answered = contract.documented() - contract.seen
     assert not never_answered, (sorted(never_answered), sorted(contract.seen)[:5])
