@@ -156,6 +156,13 @@ class Settings(BaseSettings):
     mcp_servers: dict[str, Any] = Field(
         default_factory=dict, description="Global MCP servers (JSON), trusted (stdio allowed)."
     )
+    embedded_turn_concurrency: int = Field(
+        16,
+        ge=1,
+        le=1000,
+        description="Turns the gateway runs at once in embedded mode (no Redis); more wait "
+        "for a slot, holding no database connection.",
+    )
     worker_concurrency: int = Field(
         8, ge=1, le=1000, description="Turns one `skillhive worker` process runs at once."
     )

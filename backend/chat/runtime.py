@@ -87,6 +87,7 @@ class ChatRuntime:
             pending_requests=self._registry,
             model=self.model,
             sandbox=sandbox_access(self.sandbox, self.settings) if self.sandbox else None,
+            slots=self.settings.embedded_turn_concurrency,
         )
         self._bus = bus
         dispatcher = InProcessDispatcher(runner)
