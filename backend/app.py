@@ -112,7 +112,9 @@ def create_app(
             log.warning("unknown setting %s ignored (see docs/configuration.md)", name)
         app.state.cipher = load_cipher(settings)  # refuses to start without a key in production
         engine: AsyncEngine = create_engine(
-            settings.effective_database_url, pool_size=settings.database_pool_size
+            settings.effective_database_url,
+            pool_size=settings.database_pool_size,
+            pool_timeout=settings.database_pool_timeout,
         )
         app.state.engine = engine
         app.state.sessionmaker = create_sessionmaker(engine)

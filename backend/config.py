@@ -73,7 +73,20 @@ class Settings(BaseSettings):
     redis_url: str | None = Field(
         None, description="redis://... Unset: embedded mode (in-process turns, no Redis)."
     )
-    database_pool_size: int = Field(10, ge=1, description="PostgreSQL connection pool size.")
+    database_pool_size: int = Field(
+        10, ge=1, description="Database connections per process (plus as many overflow)."
+    )
+    database_pool_timeout: float = Field(
+        10.0,
+        gt=0,
+        description="Seconds a request waits for a pooled connection before it is answered "
+        "503 `dependency_unavailable` with `Retry-After`.",
+    )
+    retry_after_seconds: int = Field(
+        2,
+        ge=1,
+        description="`Retry-After` of 503 `dependency_unavailable` and 429 `too_many_turns`.",
+    )
 
     # --- auth ----------------------------------------------------------------------------
     bootstrap_admin_token: SecretStr | None = Field(
@@ -124,6 +137,12 @@ class Settings(BaseSettings):
     )
 
     # --- chat ----------------------------------------------------------------------------
+    max_concurrent_turns_per_user: int = Field(
+        8,
+        ge=1,
+        description="Turns one user may have running at once across the cluster; one more "
+        "send is answered 429 `too_many_turns` with `Retry-After`.",
+    )
     model: str = Field(
         "offline", description="Default model: `offline` (no network) or a model name."
     )
@@ -149,6 +168,13 @@ class Settings(BaseSettings):
     )
     mcp_servers: dict[str, Any] = Field(
         default_factory=dict, description="Global MCP servers (JSON), trusted (stdio allowed)."
+    )
+    embedded_turn_concurrency: int = Field(
+        16,
+        ge=1,
+        le=1000,
+        description="Turns the gateway runs at once in embedded mode (no Redis); more wait "
+        "for a slot, holding no database connection.",
     )
     worker_concurrency: int = Field(
         8, ge=1, le=1000, description="Turns one `skillhive worker` process runs at once."

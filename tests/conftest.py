@@ -22,6 +22,41 @@ from tests.support.openapi import Contract
 
 BACKENDS = ["sqlite", "postgresql"]
 
+# The fast tier (`./scripts/test --fast`, i.e. `-m "not slow"`) leaves out, besides tests marked
+# `slow` by hand: PostgreSQL runs (SQLite runs stay), Redis, live servers and process clusters,
+# Node, MCP servers, the sandbox and the deployment files. Marked here, from what a test uses.
+SLOW_FIXTURES = frozenset({"redis_url", "postgres_admin_url", "server_url", "connect"})
+SLOW_PATHS = (
+    "tests/backend/load/",
+    "tests/backend/chat/test_scale_out.py",
+    "tests/backend/chat/test_socketio_chat.py",
+    "tests/backend/test_heartbeat.py",
+    "tests/backend/skills/test_corpus.py",
+    "tests/chat_shell/agent/test_mcp_tools.py",
+    "tests/chat_shell/sandbox/",
+    "tests/chat_shell/tools/mcp/test_pool_",
+    "tests/chat_shell/tools/sandbox/",
+    "tests/test_deploy_files.py",
+    "tests/test_readme_quickstart.py",
+)
+
+
+def _is_slow(item: pytest.Item, root: Path) -> bool:
+    callspec = getattr(item, "callspec", None)
+    if callspec is not None and callspec.params.get("db_backend") == "postgresql":
+        return True
+    if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+        return True
+    path = item.path.relative_to(root).as_posix() if item.path.is_relative_to(root) else ""
+    return path.startswith(SLOW_PATHS)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    root = config.rootpath
+    for item in items:
+        if _is_slow(item, root):
+            item.add_marker(pytest.mark.slow)
+
 
 @pytest.fixture(scope="session", autouse=True)
 def _no_user_cli_config(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:

@@ -23,19 +23,18 @@ import asyncio
 import re
 from dataclasses import dataclass
 
-from sqlalchemy.exc import InterfaceError, OperationalError
 from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from backend.api.deps import bearer_token
-from backend.api.errors import error_response
+from backend.api.errors import DEPENDENCY_ERRORS, dependency_unavailable, error_response
 from backend.api.file_upload import too_large as file_too_large
 from backend.api.routes.apply import MAX_APPLY_BYTES
 from backend.api.upload import MULTIPART_OVERHEAD
 from backend.auth.service import authenticate
 from backend.config import Settings
-from backend.errors import PayloadTooLarge, ServiceUnavailable, SkillhiveError
+from backend.errors import PayloadTooLarge, SkillhiveError
 from backend.skills.errors import ErrorCode, PackageError
 
 DRAIN_MAX_BYTES = 64 * 1024 * 1024  # thrown away at most, to let a 413 be read
@@ -100,7 +99,7 @@ class BodyLimitMiddleware:
         body = _Body(receive, declared, expect_continue="100-continue" in headers.get("expect", ""))
         if scope["path"].startswith("/api/"):
             try:
-                await _authenticate(scope, headers)
+                await _authenticate(scope, headers, self.settings)
             except SkillhiveError as exc:  # the body stays unread
                 await _respond(scope, send, exc, close=True)
                 return
@@ -195,18 +194,16 @@ class _CappedExchange:
         await _respond(self.scope, self._send, self.cap.error, close=not await self.body.drain())
 
 
-async def _authenticate(scope: Scope, headers: Headers) -> None:
+async def _authenticate(scope: Scope, headers: Headers, settings: Settings) -> None:
     token = bearer_token(headers.get("authorization"))
     try:
         async with scope["app"].state.sessionmaker() as session:
             user = await authenticate(session, token)
-    except (OperationalError, InterfaceError) as exc:  # as the API's handler maps them
-        raise ServiceUnavailable(
-            "a backing service (database or Redis) is unavailable; retry shortly",
-            code="dependency_unavailable",
-            details={"error": type(exc).__name__},
-        ) from None
-    scope.setdefault("state", {})["user_id"] = user.id  # read by the access log
+    except DEPENDENCY_ERRORS as exc:  # as the API's handler maps them
+        raise dependency_unavailable(exc, settings.retry_after_seconds) from None
+    state = scope.setdefault("state", {})
+    state["user_id"] = user.id  # read by the access log
+    state["principal"] = user  # the route's `CurrentUser` takes it instead of asking again
 
 
 async def _respond(scope: Scope, send: Send, exc: SkillhiveError, *, close: bool) -> None:

@@ -47,13 +47,19 @@ def bearer_token(authorization: str | None) -> str:
 
 
 async def get_current_user(
-    request: Request,
-    session: SessionDep,
-    _scheme: Annotated[object, Depends(_bearer_scheme)],
+    request: Request, _scheme: Annotated[object, Depends(_bearer_scheme)]
 ) -> User:
-    user = await authenticate(session, bearer_token(request.headers.get("authorization")))
-    request.state.user_id = user.id  # read by the access log
-    return user
+    """The caller, read on a session of its own that is closed before the route runs: no
+    connection stays checked out while a turn runs, a body streams or an SSE stream is open.
+    The user comes back detached (its columns loaded); routes write through their own session."""
+    found: User | None = getattr(request.state, "principal", None)  # the body guard's check
+    if found is None:
+        token = bearer_token(request.headers.get("authorization"))
+        async with request.app.state.sessionmaker() as session:
+            found = await authenticate(session, token)
+        request.state.principal = found
+    request.state.user_id = found.id  # read by the access log
+    return found
 
 
 async def get_admin_user(user: Annotated[User, Depends(get_current_user)]) -> User:

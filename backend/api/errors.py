@@ -7,6 +7,7 @@ error statuses a route answers, and the OpenAPI document drops FastAPI's default
 from __future__ import annotations
 
 import logging
+import math
 from http import HTTPStatus
 from typing import Any
 
@@ -18,9 +19,10 @@ from pydantic import BaseModel, Field
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from sqlalchemy.exc import InterfaceError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from backend.errors import SkillhiveError
+from backend.errors import ServiceUnavailable, SkillhiveError
 
 log = logging.getLogger("skillhive.api")
 
@@ -62,7 +64,8 @@ ERROR_DESCRIPTIONS = {
     413: "the body is larger than the limit in `details`",
     415: "the body's Content-Type is not accepted (`unsupported_media_type`)",
     422: "the request is invalid; `code` says how and `details` names what",
-    503: "a backing service (database or Redis) is unavailable; retry shortly",
+    503: "a backing service (database or Redis) is unavailable, or no database connection was "
+    "free in time (`dependency_unavailable`, with `Retry-After`); retry shortly",
 }
 
 
@@ -131,12 +134,38 @@ def error_body(code: str, message: str, details: dict[str, Any] | None = None) -
     return {"error": {"code": code, "message": message, "details": details or {}}}
 
 
+# Connection-level failures only (an IntegrityError is a bug to see, not an outage); the pool's
+# TimeoutError is a connection that could not be had in `SKILLHIVE_DATABASE_POOL_TIMEOUT`.
+DEPENDENCY_ERRORS: tuple[type[Exception], ...] = (
+    OperationalError,
+    InterfaceError,
+    PoolTimeoutError,
+    RedisConnectionError,
+    RedisTimeoutError,
+)
+
+
+def dependency_unavailable(exc: Exception, retry_after: int) -> ServiceUnavailable:
+    # The class name only: driver messages can carry hosts and credentials.
+    return ServiceUnavailable(
+        "a backing service (database or Redis) is unavailable; retry shortly",
+        code="dependency_unavailable",
+        details={"error": type(exc).__name__, "retry_after": retry_after},
+    )
+
+
 def error_response(
     status: int, code: str, message: str, details: dict[str, Any] | None = None
 ) -> JSONResponse:
-    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    """`details.retry_after` (seconds) of a 429 or 503 is also sent as `Retry-After`."""
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else {}
+    retry_after = (details or {}).get("retry_after")
+    if status in (429, 503) and isinstance(retry_after, int | float):
+        headers["Retry-After"] = str(max(1, math.ceil(retry_after)))
     return JSONResponse(
-        jsonable_encoder(error_body(code, message, details)), status_code=status, headers=headers
+        jsonable_encoder(error_body(code, message, details)),
+        status_code=status,
+        headers=headers or None,
     )
 
 
@@ -162,16 +191,11 @@ async def _http_error(_: Request, exc: Exception) -> JSONResponse:
 
 
 async def _dependency_error(request: Request, exc: Exception) -> JSONResponse:
-    # The class name only: driver messages can carry hosts and credentials.
     log.warning(
         "%s %s: dependency unavailable: %s", request.method, request.url.path, type(exc).__name__
     )
-    return error_response(
-        503,
-        "dependency_unavailable",
-        "a backing service (database or Redis) is unavailable; retry shortly",
-        {"error": type(exc).__name__},
-    )
+    error = dependency_unavailable(exc, request.app.state.settings.retry_after_seconds)
+    return error_response(error.status_code, error.code, error.message, error.details)
 
 
 async def _unexpected_error(request: Request, exc: Exception) -> JSONResponse:
@@ -184,12 +208,6 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(SkillhiveError, _skillhive_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
-    # Connection-level failures only: an IntegrityError is a bug to see, not an outage.
-    for dependency_error in (
-        OperationalError,
-        InterfaceError,
-        RedisConnectionError,
-        RedisTimeoutError,
-    ):
+    for dependency_error in DEPENDENCY_ERRORS:
         app.add_exception_handler(dependency_error, _dependency_error)
     app.add_exception_handler(Exception, _unexpected_error)

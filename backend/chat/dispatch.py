@@ -69,6 +69,10 @@ class InProcessDispatcher:
         task.add_done_callback(lambda _: self._finished(conversation_id))
         return message_id
 
+    def running(self, conversation_id: str) -> bool:
+        """Whether the conversation's claim is held (a turn is starting or running)."""
+        return conversation_id in self._claimed
+
     def _finished(self, conversation_id: str) -> None:
         self._claimed.discard(conversation_id)
         self._turns.pop(conversation_id, None)

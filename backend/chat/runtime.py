@@ -17,12 +17,13 @@ from langchain_core.language_models import BaseChatModel
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from backend.chat import conversations
+from backend.chat.admission import Admission, LocalAdmission, RedisAdmission
 from backend.chat.dispatch import InProcessDispatcher, TurnDispatcher
 from backend.chat.events import EventBus, InMemoryEventBus
 from backend.chat.packages import DatabasePackageSource
 from backend.chat.redis_bus import RedisEventBus
 from backend.chat.sandbox import sandbox_access
-from backend.chat.stream import RedisStreamDispatcher
+from backend.chat.stream import RedisStreamDispatcher, lock_key
 from backend.chat.turns import TurnRunner
 from backend.config import Settings
 from backend.ws.rooms import SocketIOFrontendChannel, SocketIOSink
@@ -53,6 +54,7 @@ class ChatRuntime:
         self._bus: EventBus | None = None
         self._dispatcher: TurnDispatcher | None = None
         self._registry: PendingRequestRegistry | None = None
+        self._admission: Admission | None = None
 
     def start(
         self,
@@ -66,6 +68,12 @@ class ChatRuntime:
             self._bus = RedisEventBus(redis)
             self._dispatcher = RedisStreamDispatcher(redis)
             self._registry = RedisPendingRequestRegistry(redis, frontend)  # resolve() only here
+            self._admission = RedisAdmission(
+                redis,
+                self.settings.max_concurrent_turns_per_user,
+                self.settings.retry_after_seconds,
+                claim_prefix=lock_key(""),
+            )
             return
         bus = InMemoryEventBus()
         self._registry = InMemoryPendingRequestRegistry(frontend)
@@ -79,9 +87,16 @@ class ChatRuntime:
             pending_requests=self._registry,
             model=self.model,
             sandbox=sandbox_access(self.sandbox, self.settings) if self.sandbox else None,
+            slots=self.settings.embedded_turn_concurrency,
         )
         self._bus = bus
-        self._dispatcher = InProcessDispatcher(runner)
+        dispatcher = InProcessDispatcher(runner)
+        self._dispatcher = dispatcher
+        self._admission = LocalAdmission(
+            self.settings.max_concurrent_turns_per_user,
+            self.settings.retry_after_seconds,
+            dispatcher.running,
+        )
 
     @property
     def sessionmaker(self) -> async_sessionmaker[AsyncSession]:
@@ -103,15 +118,22 @@ class ChatRuntime:
         assert self._registry is not None, "ChatRuntime.start() runs in the app lifespan"
         return self._registry
 
+    @property
+    def admission(self) -> Admission:
+        assert self._admission is not None, "ChatRuntime.start() runs in the app lifespan"
+        return self._admission
+
     async def send(self, user_id: int, conversation_id: str, content: str) -> int:
         """Store the user's message and start the turn; 404 unless the conversation is the
-        user's, then 409 if a turn runs in it."""
+        user's, then 409 if a turn runs in it, then 429 `too_many_turns` if the user has as
+        many turns running as `SKILLHIVE_MAX_CONCURRENT_TURNS_PER_USER`."""
         # Ownership before the claim: a 409 for someone else's busy conversation would tell
         # them it exists.
         async with self.sessionmaker() as session:
             await conversations.get(session, user_id, conversation_id)
 
-        async def store() -> int:
+        async def store() -> int:  # runs with the conversation claimed
+            await self.admission.admit(user_id, conversation_id)  # nothing written if refused
             async with self.sessionmaker() as session:
                 conversation = await conversations.get(session, user_id, conversation_id)
                 if conversation.title == DEFAULT_TITLE:

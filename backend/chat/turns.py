@@ -95,7 +95,10 @@ class TurnRunner:
         pending_requests: PendingRequestRegistry | None = None,
         model: BaseChatModel | None = None,
         sandbox: SandboxAccess | None = None,
+        slots: int | None = None,
     ) -> None:
+        # At most `slots` turns run at once; the others wait, holding nothing (None: no bound).
+        self._slots = asyncio.Semaphore(slots) if slots is not None else None
         self.sessionmaker = sessionmaker
         self.settings = settings
         self.cipher = cipher
@@ -193,7 +196,11 @@ class TurnRunner:
         stored (e.g. the conversation was deleted meanwhile): the turn is over, not retried."""
         progress = _Progress()
         outcome: Event | None = None
+        slot = False
         try:
+            if self._slots is not None:  # inside the try: a cancel while waiting is a cancel
+                await self._slots.acquire()
+                slot = True
             prepared = await self.prepare(conversation_id, message_id)
             if isinstance(prepared, Message):  # a retry of a finished turn: announce it only
                 self._cancel_requested.discard(message_id)
@@ -227,6 +234,8 @@ class TurnRunner:
         except Exception as exc:
             log.exception("turn of conversation %s failed", conversation_id)
             outcome = ErrorEvent(code="internal_error", message=type(exc).__name__)
+        if slot and self._slots is not None:
+            self._slots.release()
         self._cancel_requested.discard(message_id)
         final = outcome.model_dump(mode="json") if outcome is not None else {"type": "error"}
         try:

@@ -47,15 +47,17 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
-def create_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
+def create_engine(url: str, *, pool_size: int = 10, pool_timeout: float = 30.0) -> AsyncEngine:
+    """`pool_timeout`: how long a checkout waits for a free connection before SQLAlchemy's
+    `TimeoutError` (the API answers it 503 `dependency_unavailable`)."""
     target = async_url(url)
+    pool = {"pool_size": pool_size, "max_overflow": pool_size, "pool_timeout": pool_timeout}
     if target.get_backend_name() == "sqlite":
-        engine = create_async_engine(target)
+        in_memory = target.database in (None, "", ":memory:")  # one shared connection
+        engine = create_async_engine(target, **({} if in_memory else pool))
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
         return engine
-    return create_async_engine(
-        target, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True
-    )
+    return create_async_engine(target, pool_pre_ping=True, **pool)
 
 
 def create_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:

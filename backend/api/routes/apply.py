@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Request
@@ -101,6 +102,8 @@ async def apply_objects(
     media = media_type(request)
     if media not in YAML_TYPES | JSON_TYPES:
         raise unsupported("application/yaml (multi-document) or application/json (a list)")
-    documents = parse_documents(await read_body(request, MAX_APPLY_BYTES), media)
+    data = await read_body(request, MAX_APPLY_BYTES)
+    # Up to 4 MiB of YAML takes seconds to parse: off the event loop, which keeps serving.
+    documents = await asyncio.to_thread(parse_documents, data, media)
     items = await apply(session, user, documents, egress=settings.egress, dry_run=dry_run)
     return {"items": items}

@@ -131,6 +131,7 @@ async def delete_conversation(
     conversation_id: str, user: CurrentUser, session: SessionDep, request: Request
 ) -> Response:
     await conversations.get(session, user.id, conversation_id)
+    await session.commit()  # ends the read: no connection held while the turn stops
     await _runtime(request).dispatcher.cancel(conversation_id)
     await conversations.delete(session, user.id, conversation_id)
     await session.commit()
@@ -143,6 +144,7 @@ async def cancel_turn(
 ) -> CancelResult:
     """Cancel the running turn (it ends with `cancelled`); `cancelled: false` if none ran."""
     await conversations.get(session, user.id, conversation_id)
+    await session.commit()  # ends the read: no connection held while the turn stops
     return CancelResult(cancelled=await _runtime(request).dispatcher.cancel(conversation_id))
 
 
@@ -183,6 +185,11 @@ def _sse(event: EventData) -> bytes:
         **errors(
             (409, "a turn of this conversation is running (`turn_in_progress`)"),
             422,
+            (
+                429,
+                "the caller has `SKILLHIVE_MAX_CONCURRENT_TURNS_PER_USER` turns running "
+                "(`too_many_turns`, with `Retry-After`); nothing was stored",
+            ),
             (503, "a backing service is unavailable, or the answer could not be stored"),
         ),
     },
@@ -191,7 +198,8 @@ async def send_message(
     conversation_id: str, body: MessageIn, user: CurrentUser, request: Request
 ) -> Response:
     """Run a turn. `Accept: text/event-stream` streams its events; otherwise the answer (JSON)
-    comes back once the turn ends. A second send while a turn runs is 409 `turn_in_progress`."""
+    comes back once the turn ends. A second send while a turn runs is 409 `turn_in_progress`;
+    one more turn than the caller may run at once is 429 `too_many_turns`."""
     runtime = _runtime(request)
     stack = AsyncExitStack()
     # Subscribe before the turn starts, so no event can slip past.

@@ -355,7 +355,9 @@ async def _plans(c: httpx.AsyncClient, alice: Account) -> None:
     expect(await c.post(f"{NS}/skills/nope/plan/execute", json=run, headers=h), 404)
 
 
-async def _chat(c: httpx.AsyncClient, alice: Account, openai_server: FakeOpenAIServer) -> None:
+async def _chat(
+    app: FastAPI, c: httpx.AsyncClient, alice: Account, openai_server: FakeOpenAIServer
+) -> None:
     setup = await make_setup(c, alice, openai_server)
     h = alice.headers
     conversations = f"{API}/conversations"
@@ -381,6 +383,16 @@ async def _chat(c: httpx.AsyncClient, alice: Account, openai_server: FakeOpenAIS
     async with held_turn(c, setup, openai_server, cid, "held") as running:
         busy = await c.post(f"{one}/messages", json={"content": "x"}, headers=h)
         assert_error(busy, 409, "turn_in_progress")
+        other = await setup.conversation(c)
+        app.state.chat.admission.limit = 1  # the held turn is the caller's one
+        try:
+            again = await c.post(
+                f"{conversations}/{other}/messages", json={"content": "x"}, headers=h
+            )
+        finally:
+            app.state.chat.admission.limit = app.state.settings.max_concurrent_turns_per_user
+        assert_error(again, 429, "too_many_turns")
+        assert again.headers["retry-after"] == str(app.state.settings.retry_after_seconds)
         expect(await c.post(f"{one}/cancel", headers=h), 200)
     await running
     expect(await c.post(f"{conversations}/nope/cancel", headers=h), 404)
@@ -472,7 +484,7 @@ async def test_every_documented_status_is_answered_with_its_documented_body(
     await _plugins(client, f"{NS}/plugins", alice, admin)
     await _plugins(client, f"{PUBLIC}/plugins", admin, alice)
     await _apply(client, alice, monkeypatch)
-    await _chat(client, alice, openai_server)
+    await _chat(app, client, alice, openai_server)
     await _search(client, alice, admin)
     await _artifacts(client, app, alice, bob)
     await _plans(client, alice)
@@ -488,6 +500,7 @@ async def test_every_documented_status_is_answered_with_its_documented_body(
             if url.startswith(API):
                 response = await client.request(method, url, headers=alice.headers)
                 assert_error(response, 503, "dependency_unavailable")
+                assert response.headers["retry-after"] == "2", (method, url)
 
     never_answered = contract.documented() - contract.seen
     assert not never_answered, (sorted(never_answered), sorted(contract.seen)[:5])

@@ -1,0 +1,145 @@
+"""No database connection stays checked out while a turn runs, a body streams or an SSE stream is
+open; a pool with no connection free answers 503 with Retry-After; big YAML parses off the loop."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from fastapi import FastAPI
+
+from backend.api.routes import apply as apply_route
+from backend.config import Settings
+from tests.backend.api.test_auth import assert_error
+from tests.backend.chat.conftest import LOOPBACK_ALLOW, make_setup
+from tests.conftest import Account
+from tests.fake_openai_server import FakeOpenAIServer, Reply
+from tests.support import zips
+from tests.support.wait import eventually
+
+
+@pytest.fixture
+def settings(database_url: str, tmp_path: Path) -> Settings:
+    # A pool of 2 connections that gives up fast: anything holding one shows at once.
+    return Settings(
+        database_url=database_url,
+        data_dir=tmp_path / "data",
+        egress_allow=LOOPBACK_ALLOW,
+        database_pool_size=1,
+        database_pool_timeout=0.5,
+    )
+
+
+def checked_out(app: FastAPI) -> int:
+    return int(app.state.engine.pool.checkedout())
+
+
+async def test_no_connection_is_held_while_json_and_sse_turns_run(
+    app: FastAPI, client: httpx.AsyncClient, alice: Account, openai_server: FakeOpenAIServer
+) -> None:
+    setup = await make_setup(client, alice, openai_server)
+    gate = threading.Event()
+    openai_server.script(*[Reply(text=f"answer {i}", gate=gate) for i in range(3)])
+    sse = {**alice.headers, "Accept": "text/event-stream"}
+    sends = []
+    for headers in (alice.headers, sse, sse):
+        cid = await setup.conversation(client)
+        url = f"/api/v1/conversations/{cid}/messages"
+        sends.append(asyncio.create_task(client.post(url, json={"content": "hi"}, headers=headers)))
+    try:
+
+        async def all_waiting_on_the_model() -> bool:
+            return len(openai_server.requests) == 3
+
+        await eventually(all_waiting_on_the_model)
+        assert checked_out(app) == 0
+        me = await client.get("/api/v1/me", headers=alice.headers)
+        assert me.status_code == 200, me.text  # more turns than connections, and /me still works
+    finally:
+        gate.set()
+    answers = await asyncio.gather(*sends)
+    assert [a.status_code for a in answers] == [200, 200, 200]
+    assert answers[0].json()["content"] == "answer 0"
+    assert all("event: done" in a.text for a in answers[1:])
+
+
+async def test_no_connection_is_held_while_an_upload_body_streams(
+    app: FastAPI, client: httpx.AsyncClient, alice: Account
+) -> None:
+    archive = zips.build(
+        {"SKILL.md": "---\nname: slow-one\ndescription: Arrives slowly.\n---\nBody.\n"},
+        folder="slow-one",
+    )
+    first_sent = asyncio.Event()
+    go_on = asyncio.Event()
+
+    async def trickle() -> AsyncIterator[bytes]:
+        yield archive[:10]
+        first_sent.set()
+        await go_on.wait()
+        yield archive[10:]
+
+    headers = {**alice.headers, "Content-Type": "application/zip"}
+    upload = asyncio.create_task(
+        client.post("/api/v1/namespaces/dev/skills", content=trickle(), headers=headers)
+    )
+    await asyncio.wait_for(first_sent.wait(), 10)
+    try:
+        assert checked_out(app) == 0
+    finally:
+        go_on.set()
+    assert (await upload).status_code == 201
+
+
+async def test_no_free_connection_is_a_503_with_retry_after_not_a_500(
+    app: FastAPI, client: httpx.AsyncClient, alice: Account
+) -> None:
+    engine = app.state.engine
+    async with engine.connect() as one, engine.connect() as two:  # the whole pool
+        await one.exec_driver_sql("SELECT 1")
+        await two.exec_driver_sql("SELECT 1")
+        busy = await client.get("/api/v1/me", headers=alice.headers)
+        with_body = await client.post(
+            "/api/v1/conversations", json={"ghost": "dev/x"}, headers=alice.headers
+        )
+    for response in (busy, with_body):
+        assert_error(response, 503, "dependency_unavailable")
+        assert response.json()["error"]["details"]["error"] == "TimeoutError"
+        assert response.headers["retry-after"] == "2"
+    assert (await client.get("/api/v1/me", headers=alice.headers)).status_code == 200
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("db_backend", ["sqlite"], indirect=True)
+async def test_healthz_answers_while_a_4_mib_apply_body_is_parsed(
+    client: httpx.AsyncClient, alice: Account, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    started, finished = threading.Event(), threading.Event()
+    parse = apply_route.parse_documents
+
+    def watched(data: bytes, media: str) -> list[Any]:
+        started.set()
+        try:
+            return parse(data, media)
+        finally:
+            finished.set()
+
+    monkeypatch.setattr(apply_route, "parse_documents", watched)
+    line = "- " + "x" * 60 + "\n"
+    body = line * ((apply_route.MAX_APPLY_BYTES - 64) // len(line))  # one list: not a Ghost
+    headers = {**alice.headers, "Content-Type": "application/yaml"}
+    applying = asyncio.create_task(client.post("/api/v1/apply", content=body, headers=headers))
+
+    async def parsing() -> bool:
+        return started.is_set()
+
+    await eventually(parsing)
+    health = await client.get("/healthz")
+    assert health.status_code == 200
+    assert not finished.is_set()  # answered while the parse still ran
+    assert (await applying).status_code == 422

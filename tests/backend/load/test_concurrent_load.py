@@ -1,0 +1,232 @@
+"""Load, together on one live gateway with a small pool: 64 concurrent JSON chats, 200 concurrent
+SSE chats, 16 uploads trickling their last bytes, and a user polling `/me`. No answer may be a
+5xx, every answer must be stored, and `/me` keeps its p99 under a second.
+
+The pool has 4 (+4 overflow) connections: a request that kept its connection through a turn, an
+SSE stream or a slow body would exhaust it within the first dozen requests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.support import zips
+from tests.support.cluster import Cluster, cluster_env
+from tests.support.instant_gateway import ANSWER
+
+pytestmark = pytest.mark.slow
+
+JSON_CHATS = 64
+SSE_CHATS = 200
+UPLOADS = 16
+TRICKLED_BYTES = 12  # the last bytes of each upload arrive one at a time...
+TRICKLE_INTERVAL_S = 0.5  # ...this far apart: each upload stays open ~6 s, through the chats
+MODEL_DELAY_S = 1.0
+RAMP_S = 2.0  # every chat has started by then; each model answer takes MODEL_DELAY_S
+TURNS_PER_USER = 8  # the default per-user limit: users run their turns side by side
+ADMIN_TOKEN = "load-test-admin-token-0123456789abcdef"
+GHOST = {
+    "apiVersion": "skillhive.io/v1",
+    "kind": "Ghost",
+    "metadata": {"name": "loadbot"},
+    "spec": {"systemPrompt": "Answer briefly.", "model": {"name": "offline"}},
+}
+
+
+@pytest.fixture
+def server_url(database_url: str, tmp_path: Path) -> Iterator[str]:
+    """The gateway in a process of its own, as deployed: the clients' work is not its work."""
+    env = cluster_env(
+        database_url,
+        "",  # embedded mode: turns run in the gateway
+        tmp_path / "data",
+        SKILLHIVE_BOOTSTRAP_ADMIN_TOKEN=ADMIN_TOKEN,
+        SKILLHIVE_DATABASE_POOL_SIZE=4,
+        SKILLHIVE_DATABASE_POOL_TIMEOUT=30,
+        INSTANT_GATEWAY_DELAY_S=MODEL_DELAY_S,
+    )
+    cluster = Cluster(tmp_path, env)
+    gateway = cluster.spawn_gateway(["tests.support.instant_gateway"])
+    try:
+        cluster.wait_ready(gateway, deadline_s=180)  # a loaded machine imports slowly
+        assert gateway.url is not None
+        yield gateway.url
+    finally:
+        cluster.stop_all()
+
+
+class Statuses:
+    """Every response's status, counted by an httpx event hook."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[int, str]] = []
+
+    async def hook(self, response: httpx.Response) -> None:
+        self.seen.append((response.status_code, f"{response.request.method} {response.url.path}"))
+
+    def server_errors(self) -> list[tuple[int, str]]:
+        return [s for s in self.seen if s[0] >= 500]
+
+
+@pytest.fixture
+async def http(server_url: str) -> AsyncIterator[tuple[httpx.AsyncClient, Statuses]]:
+    statuses = Statuses()
+    limits = httpx.Limits(max_connections=None, max_keepalive_connections=400)
+    async with httpx.AsyncClient(
+        base_url=server_url,
+        limits=limits,
+        timeout=httpx.Timeout(60.0),
+        event_hooks={"response": [statuses.hook]},
+    ) as client:
+        yield client, statuses
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+async def ok(response: httpx.Response, status: int = 200) -> Any:
+    if response.status_code != status:
+        await response.aread()
+        raise AssertionError(f"{response.status_code}: {response.text}")
+    return response.json()
+
+
+async def make_users(client: httpx.AsyncClient, count: int) -> list[str]:
+    admin = bearer(ADMIN_TOKEN)
+
+    async def one(i: int) -> str:
+        created = await ok(
+            await client.post("/api/v1/users", json={"name": f"load{i}"}, headers=admin), 201
+        )
+        return str(created["token"])
+
+    users = []
+    for start in range(0, count, 16):  # the set-up is not the load
+        users += await asyncio.gather(*(one(i) for i in range(start, min(count, start + 16))))
+    return users
+
+
+async def conversation(client: httpx.AsyncClient, token: str) -> str:
+    body = {"ghost": "public/loadbot"}
+    created = await ok(
+        await client.post("/api/v1/conversations", json=body, headers=bearer(token)), 201
+    )
+    return str(created["id"])
+
+
+async def json_chat(client: httpx.AsyncClient, token: str, cid: str) -> None:
+    url = f"/api/v1/conversations/{cid}/messages"
+    answer = await ok(await client.post(url, json={"content": "hello"}, headers=bearer(token)))
+    assert answer["content"] == ANSWER
+
+
+async def sse_chat(client: httpx.AsyncClient, token: str, cid: str) -> None:
+    headers = {**bearer(token), "Accept": "text/event-stream"}
+    url = f"/api/v1/conversations/{cid}/messages"
+    async with client.stream("POST", url, json={"content": "hello"}, headers=headers) as stream:
+        assert stream.status_code == 200, await stream.aread()
+        events = [line async for line in stream.aiter_lines() if line.startswith("event: ")]
+    assert events[-1] == "event: done", events
+
+
+async def trickled_upload(
+    client: httpx.AsyncClient, token: str, name: str, *, trickle: int = TRICKLED_BYTES
+) -> None:
+    archive = zips.build(
+        {"SKILL.md": f"---\nname: {name}\ndescription: Uploaded slowly.\n---\nBody.\n"},
+        folder=name,
+    )
+
+    async def body() -> AsyncIterator[bytes]:
+        yield archive[: len(archive) - trickle]
+        for i in range(len(archive) - trickle, len(archive)):
+            await asyncio.sleep(TRICKLE_INTERVAL_S)  # the client's pace, not a wait on the server
+            yield archive[i : i + 1]
+
+    headers = {
+        **bearer(token),
+        "Content-Type": "application/zip",
+        "Content-Length": str(len(archive)),
+    }
+    url = "/api/v1/namespaces/load/skills"
+    await ok(await client.post(url, content=body(), headers=headers), 201)
+
+
+def poll_me(base_url: str, token: str, stop: threading.Event) -> list[float]:
+    """`/me` timings, from a thread of its own: the hundreds of streams this process reads
+    must not delay reading its answers (that would time the client, not the server)."""
+    latencies: list[float] = []
+    with httpx.Client(base_url=base_url, headers=bearer(token), timeout=60) as client:
+        while not stop.is_set():
+            started = time.perf_counter()
+            response = client.get("/api/v1/me")
+            latencies.append(time.perf_counter() - started)
+            assert response.status_code == 200, response.text
+            stop.wait(0.05)
+    return latencies
+
+
+def p99(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+
+
+@pytest.mark.timeout(300)
+async def test_json_sse_chats_slow_uploads_and_me_together_give_no_5xx_and_store_every_answer(
+    http: tuple[httpx.AsyncClient, Statuses],
+) -> None:
+    client, statuses = http
+    ghost = await client.post("/api/v1/public/ghosts", json=GHOST, headers=bearer(ADMIN_TOKEN))
+    await ok(ghost, 201)
+    chats = JSON_CHATS + SSE_CHATS
+    tokens = await make_users(client, chats // TURNS_PER_USER + 1)
+    chatters, watcher = tokens[:-1], tokens[-1]
+    owners = [chatters[i // TURNS_PER_USER] for i in range(chats)]
+    setup = asyncio.Semaphore(16)  # the set-up is not the load
+
+    async def prepared(token: str) -> str:
+        async with setup:
+            return await conversation(client, token)
+
+    cids = list(await asyncio.gather(*(prepared(t) for t in owners)))
+    # A warm server: the first turn and upload import and build what later ones reuse.
+    await json_chat(client, watcher, await conversation(client, watcher))
+    await trickled_upload(client, watcher, "warm-up", trickle=0)
+    statuses.seen.clear()  # the load starts here
+
+    stop = threading.Event()
+    poller = asyncio.create_task(asyncio.to_thread(poll_me, str(client.base_url), watcher, stop))
+    uploads = [
+        asyncio.create_task(trickled_upload(client, chatters[i % len(chatters)], f"slow-{i}"))
+        for i in range(UPLOADS)
+    ]
+
+    async def chat(i: int) -> None:
+        await asyncio.sleep(RAMP_S * i / chats)  # users arrive over RAMP_S, not in one instant
+        chat = json_chat if i % 4 == 0 and i // 4 < JSON_CHATS else sse_chat
+        await chat(client, owners[i], cids[i])
+
+    turns = [chat(i) for i in range(chats)]
+    try:
+        await asyncio.gather(*turns, *uploads)
+    finally:
+        stop.set()
+    latencies = await poller
+
+    assert statuses.server_errors() == []
+    assert len(statuses.seen) >= chats + UPLOADS
+    for owner, cid in zip(owners, cids, strict=True):
+        url = f"/api/v1/conversations/{cid}/messages"
+        stored = (await ok(await client.get(url, headers=bearer(owner))))["items"]
+        assert [(m["role"], m["status"]) for m in stored] == [("user", "ok"), ("assistant", "ok")]
+        assert stored[1]["content"] == ANSWER
+    assert latencies and p99(latencies) < 1.0, sorted(latencies)[-5:]
