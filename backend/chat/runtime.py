@@ -25,6 +25,7 @@ from backend.chat.sandbox import sandbox_access
 from backend.chat.stream import RedisStreamDispatcher
 from backend.chat.turns import TurnRunner
 from backend.config import Settings
+from backend.ops.quotas import Quotas, counters_for
 from backend.ws.rooms import SocketIOFrontendChannel, SocketIOSink
 from chat_shell.sandbox import BubblewrapSandbox
 from chat_shell.tools.pending_requests import (
@@ -53,6 +54,7 @@ class ChatRuntime:
         self._bus: EventBus | None = None
         self._dispatcher: TurnDispatcher | None = None
         self._registry: PendingRequestRegistry | None = None
+        self.quotas = Quotas(settings, counters_for(None))
 
     def start(
         self,
@@ -61,6 +63,7 @@ class ChatRuntime:
         redis: aioredis.Redis | None,
     ) -> None:
         self._sessionmaker = sessionmaker
+        self.quotas = Quotas(self.settings, counters_for(redis))  # ops: shared through Redis
         frontend = SocketIOFrontendChannel(self.sio)
         if redis is not None:
             self._bus = RedisEventBus(redis)
@@ -79,6 +82,7 @@ class ChatRuntime:
             pending_requests=self._registry,
             model=self.model,
             sandbox=sandbox_access(self.sandbox, self.settings) if self.sandbox else None,
+            quotas=self.quotas,
         )
         self._bus = bus
         self._dispatcher = InProcessDispatcher(runner)
@@ -110,6 +114,7 @@ class ChatRuntime:
         # them it exists.
         async with self.sessionmaker() as session:
             await conversations.get(session, user_id, conversation_id)
+            await self.quotas.admit_turn(session, user_id)  # ops: 429 quota_* before any write
 
         async def store() -> int:
             async with self.sessionmaker() as session:

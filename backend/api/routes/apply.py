@@ -84,6 +84,7 @@ def parse_documents(data: bytes, media: str) -> list[Any]:
         413,
         415,
         422,
+        (429, "the caller's Ghosts quota is reached (`quota_ghosts`); nothing is written"),
     ),
     openapi_extra=_BODY_OPENAPI,
 )
@@ -97,4 +98,6 @@ async def apply_objects(
     if media not in YAML_TYPES | JSON_TYPES:
         raise unsupported("application/yaml (multi-document) or application/json (a list)")
     documents = parse_documents(await read_body(request, MAX_APPLY_BYTES), media)
-    return {"items": await apply(session, user, documents, egress=settings.egress)}
+    return {
+        "items": await apply(session, user, documents, egress=settings.egress, settings=settings)
+    }

@@ -28,12 +28,15 @@ from backend.crd.skill import Skill
 from backend.kinds import store
 from backend.kinds.cursor import MAX_ID
 from backend.kinds.store import Scope
+from backend.ops.quotas import check_stored
 from backend.skills import service
 from backend.skills.limits import ArchiveLimits
 from backend.skills.service import PUBLIC_SCOPE
 
 # File types a browser may render inline; anything else downloads (uploaded HTML/SVG must not
 # run on the API's origin).
+QUOTA_SKILLS = (429, "a quota is reached (`quota_skills`, `quota_skill_bytes`)")
+QUOTA_BYTES = (429, "the stored skill bytes quota is reached (`quota_skill_bytes`)")
 INLINE_TYPES = {"text/plain", "text/markdown", "application/json", "image/png", "image/jpeg"}
 
 
@@ -108,6 +111,7 @@ def _register(router: APIRouter, read_scope: ScopeDep, write_scope: ScopeDep, *,
             413,
             415,
             422,
+            *((QUOTA_SKILLS,) if own else ()),
             own=own,
             write=True,
         ),
@@ -122,6 +126,8 @@ def _register(router: APIRouter, read_scope: ScopeDep, write_scope: ScopeDep, *,
         strict: bool = False,
     ) -> JSONResponse:
         data = await read_archive(request, ArchiveLimits.from_settings(settings))
+        await check_stored(session, settings, scope.user_id, "skills")  # ops: quotas
+        await check_stored(session, settings, scope.user_id, "skill_bytes", len(data))
         crd = await service.create(session, settings, scope, data, strict=strict, actor=user.id)
         return crd_response(crd, 201)
 
@@ -132,7 +138,9 @@ def _register(router: APIRouter, read_scope: ScopeDep, write_scope: ScopeDep, *,
     @router.put(
         "/{name}",
         response_model=Skill,
-        responses=crd_errors(404, 412, 413, 415, 422, own=own, write=True),
+        responses=crd_errors(
+            404, 412, 413, 415, 422, *((QUOTA_BYTES,) if own else ()), own=own, write=True
+        ),
         openapi_extra=ARCHIVE_BODY_OPENAPI,
     )
     async def replace_skill(
@@ -147,6 +155,7 @@ def _register(router: APIRouter, read_scope: ScopeDep, write_scope: ScopeDep, *,
     ) -> JSONResponse:
         expected = store.parse_if_match(if_match)
         data = await read_archive(request, ArchiveLimits.from_settings(settings))
+        await check_stored(session, settings, scope.user_id, "skill_bytes", len(data))  # ops
         crd = await service.replace(
             session,
             settings,
