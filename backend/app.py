@@ -153,7 +153,8 @@ def create_app(
     app.add_middleware(ops_metrics.HttpMetricsMiddleware)
     app.add_middleware(AccessLogMiddleware)  # added last: outermost, it logs every answer
     app.include_router(health.router)
-    app.include_router(prometheus.router)
+    if settings.metrics_port is None:  # else served on their own port (backend/ops/serve.py)
+        app.include_router(prometheus.router)
     app.include_router(_api_router())
     return app
 

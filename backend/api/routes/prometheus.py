@@ -1,7 +1,7 @@
 """`GET /metrics`: the Prometheus text format, for Prometheus' bearer token or an admin.
 
 With `SKILLHIVE_METRICS_PORT` the metrics are served on that port instead (backend/ops/serve.py)
-and this route answers 404: one place to scrape, chosen by the operator.
+and the app has no such route: one place to scrape, chosen by the operator.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from backend.api.deps import bearer_token
 from backend.api.errors import errors
 from backend.auth.service import authenticate
 from backend.config import Settings
-from backend.errors import Forbidden, NotFound
+from backend.errors import Forbidden
 from backend.ops import metrics
 
 router = APIRouter(tags=["operations"])
@@ -39,15 +39,12 @@ async def _authorize(request: Request, settings: Settings) -> None:
     response_class=Response,
     responses={
         200: {"content": {metrics.CONTENT_TYPE: {"schema": {"type": "string"}}}},
-        **errors(401, 403, (404, "metrics are served on their own port (`not_found`)"), 503),
+        **errors(401, 403, 503),
     },
 )
 async def prometheus_metrics(request: Request) -> Response:
     """This process's metrics in the Prometheus text format (all processes' in multiprocess
     mode); `Authorization: Bearer` with `SKILLHIVE_METRICS_TOKEN` or an admin's API token."""
-    settings: Settings = request.app.state.settings
-    if settings.metrics_port is not None:
-        raise NotFound("metrics are served on their own port", code="not_found")
-    await _authorize(request, settings)
+    await _authorize(request, request.app.state.settings)
     body = metrics.render(request.app.state.metrics_registry)
     return Response(body, media_type=metrics.CONTENT_TYPE)
