@@ -92,7 +92,9 @@ async def test_stored_object_quotas_refuse_skills_ghosts_and_bytes_without_writi
     archive = zips.skill("one", description="A longer description, so more bytes.")
     await set_quotas(client, admin, alice, skill_bytes=len(archive))
     replaced = await client.put(
-        "/api/v1/namespaces/dev/skills/one", content=archive, headers={**h, "Content-Type": "application/zip"}
+        "/api/v1/namespaces/dev/skills/one",
+        content=archive,
+        headers={**h, "Content-Type": "application/zip"},
     )
     assert_quota(replaced, "skill_bytes")
 
