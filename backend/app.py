@@ -37,6 +37,7 @@ from backend.chat.sandbox import create_sandbox
 from backend.config import Settings, get_settings, unknown_env_variables
 from backend.db.engine import create_engine, create_sessionmaker
 from backend.ops import metrics as ops_metrics
+from backend.ops import tracing
 from backend.ops.serve import observe_chat_shell, serve_metrics
 from backend.redis_client import create_redis
 from backend.secrets.cipher import load_cipher
@@ -148,6 +149,7 @@ def create_app(
         )
     )
     observe_chat_shell()
+    tracing.configure(settings, "skillhive-gateway")  # FastAPI then traces every request
     install_error_handlers(app)
     app.add_middleware(BodyLimitMiddleware, settings=settings)
     app.add_middleware(ops_metrics.HttpMetricsMiddleware)

@@ -21,6 +21,7 @@ from typing import Any, cast
 import redis.asyncio as aioredis
 import socketio
 from langchain_core.language_models import BaseChatModel
+from opentelemetry.trace import SpanKind
 from redis.exceptions import RedisError, ResponseError
 
 from backend.chat.packages import DatabasePackageSource
@@ -41,6 +42,8 @@ from backend.heartbeat import heartbeat_path, keep_beating
 from backend.ops.metrics import DISPATCH_RECLAIMS, observe_stream_lag
 from backend.ops.quotas import Quotas, counters_for
 from backend.ops.serve import start_worker_metrics
+from backend.ops.tracing import configure as configure_tracing
+from backend.ops.tracing import extract, tracer
 from backend.redis_client import create_redis
 from backend.secrets.cipher import load_cipher
 from backend.ws.rooms import SocketIOFrontendChannel, SocketIOSink
@@ -227,9 +230,13 @@ class TurnWorker:
             async def release() -> None:  # before `done` goes out: the next send may follow
                 await self._release(keys=[lock_key(entry.conversation_id)], args=[entry.message_id])
 
-            turn = asyncio.create_task(
-                self.runner.run(entry.conversation_id, int(entry.message_id), release=release)
-            )
+            carrier = {_text(k): _text(v) for k, v in fields.items()}
+            with tracer.start_as_current_span(  # ops: joins the sender's trace
+                "dispatch.receive", context=extract(carrier), kind=SpanKind.CONSUMER
+            ):
+                turn = asyncio.create_task(  # the task copies the span's context
+                    self.runner.run(entry.conversation_id, int(entry.message_id), release=release)
+                )
             self._running[entry.conversation_id] = (turn, int(entry.message_id))
             try:
                 await turn
@@ -287,6 +294,7 @@ async def serve(settings: Settings, *, model: BaseChatModel | None = None) -> No
         raise SystemExit(
             "skillhive worker needs SKILLHIVE_REDIS_URL (embedded mode runs turns in the gateway)"
         )
+    configure_tracing(settings, "skillhive-worker")  # ops
     engine = create_engine(settings.effective_database_url, pool_size=settings.database_pool_size)
     sessionmaker = create_sessionmaker(engine)
     redis = create_redis(settings.redis_url)

@@ -26,6 +26,7 @@ from backend.chat.stream import RedisStreamDispatcher
 from backend.chat.turns import TurnRunner
 from backend.config import Settings
 from backend.ops.quotas import Quotas, counters_for
+from backend.ops.tracing import tracer
 from backend.ws.rooms import SocketIOFrontendChannel, SocketIOSink
 from chat_shell.sandbox import BubblewrapSandbox
 from chat_shell.tools.pending_requests import (
@@ -125,7 +126,8 @@ class ChatRuntime:
                 await session.commit()
                 return message.id
 
-        return await self.dispatcher.submit(conversation_id, store)
+        with tracer.start_as_current_span("chat.send"):  # ops: the turn's trace starts here
+            return await self.dispatcher.submit(conversation_id, store)
 
     async def aclose(self) -> None:
         if self._dispatcher is not None:

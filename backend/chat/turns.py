@@ -28,6 +28,7 @@ from backend.ghosts.resolve import ghost_skills, resolve_ghost, resolve_skills
 from backend.ops.metrics import TurnObservation, model_label
 from backend.ops.quotas import Quotas
 from backend.ops.quotas import limits_for as quota_limits
+from backend.ops.tracing import tracer
 from backend.ops.usage import TurnAccount, record_calls
 from backend.secrets import service as secrets
 from chat_shell.agent.runner import run_turn
@@ -198,6 +199,12 @@ class TurnRunner:
         send; it runs after the answer is stored and before `done`/`error` is announced, so a
         client reacting to that event can send at once. None when the answer could not be
         stored (e.g. the conversation was deleted meanwhile): the turn is over, not retried."""
+        with tracer.start_as_current_span("chat.turn"):  # ops: model and tool spans nest here
+            return await self._run(conversation_id, message_id, release)
+
+    async def _run(
+        self, conversation_id: str, message_id: int, release: Release | None
+    ) -> Message | None:
         progress = _Progress()
         outcome: Event | None = None
         account: TurnAccount | None = None
