@@ -110,7 +110,7 @@ def create_app(
         app.state.sessionmaker = create_sessionmaker(engine)
         app.state.redis = create_redis(settings.redis_url) if settings.redis_url else None
         stop_metrics = None
-        if settings.metrics_port is not None:  # ops: metrics on their own bind address
+        if settings.metrics and settings.metrics_port is not None:  # ops: their own address
             stop_metrics = serve_metrics(
                 settings.metrics_host, settings.metrics_port, app.state.metrics_registry
             )
@@ -148,14 +148,16 @@ def create_app(
             engine=lambda: getattr(app.state, "engine", None),
         )
     )
-    observe_chat_shell()
+    if settings.metrics:
+        observe_chat_shell()
     tracing.configure(settings, "skillhive-gateway")  # FastAPI then traces every request
     install_error_handlers(app)
     app.add_middleware(BodyLimitMiddleware, settings=settings)
-    app.add_middleware(ops_metrics.HttpMetricsMiddleware)
+    if settings.metrics:
+        app.add_middleware(ops_metrics.HttpMetricsMiddleware)
     app.add_middleware(AccessLogMiddleware)  # added last: outermost, it logs every answer
     app.include_router(health.router)
-    if settings.metrics_port is None:  # else served on their own port (backend/ops/serve.py)
+    if settings.metrics and settings.metrics_port is None:  # else on their own port, or off
         app.include_router(prometheus.router)
     app.include_router(_api_router())
     return app

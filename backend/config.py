@@ -188,6 +188,7 @@ class Settings(BaseSettings):
     )
 
     # --- operations: metrics, traces, quotas (backend/ops/) --------------------------------
+    metrics: bool = Field(True, description="Record Prometheus metrics (and serve them).")
     metrics_token: SecretStr | None = Field(
         None,
         description="Bearer token Prometheus may send to `GET /metrics` (admins' API tokens "

@@ -223,6 +223,7 @@ class TurnRunner:
             observed = TurnObservation(
                 model_label(request.model.name, self.settings),
                 frozenset(s.name for s in request.skills if s.public),
+                enabled=self.settings.metrics,
             )
             turn = run_turn(
                 prepared.request,

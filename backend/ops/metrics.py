@@ -158,11 +158,14 @@ class TurnObservation:
 
     model: str  # already a label (model_label)
     public_skills: frozenset[str] = frozenset()
+    enabled: bool = True  # SKILLHIVE_METRICS
     started: float = field(default_factory=time.perf_counter)
     first_token: bool = False
     skill_loaded: bool = False
 
     def event(self, event: Event) -> None:
+        if not self.enabled:
+            return
         if event.type == "token" and not self.first_token:
             self.first_token = True
             TIME_TO_FIRST_TOKEN.observe(time.perf_counter() - self.started)
@@ -177,6 +180,8 @@ class TurnObservation:
             MODEL_CALLS.labels(self.model, "true" if event.estimated else "false").inc()
 
     def finish(self, error_code: str | None) -> None:
+        if not self.enabled:
+            return
         TURNS.labels(outcome_of(error_code)).inc()
         TURN_DURATION.observe(time.perf_counter() - self.started)
 

@@ -38,6 +38,8 @@ def start_worker_metrics(
     settings: Settings, pending: PendingRequestRegistry, engine: AsyncEngine
 ) -> Callable[[], None] | None:
     """A worker's metrics endpoint, when `SKILLHIVE_WORKER_METRICS_PORT` is set."""
+    if not settings.metrics:
+        return None
     observe_chat_shell()
     if settings.worker_metrics_port is None:
         return None
