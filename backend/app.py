@@ -24,12 +24,14 @@ from backend.api.routes import (
     me,
     metrics,
     plugins,
+    prometheus,
     secrets,
     skill_install,
     skill_plans,
     skill_search,
     skills,
     tokens,
+    usage,
     users,
 )
 from backend.auth import service as auth_service
@@ -38,6 +40,9 @@ from backend.chat.runtime import ChatRuntime
 from backend.chat.sandbox import create_sandbox
 from backend.config import Settings, get_settings, unknown_env_variables
 from backend.db.engine import create_engine, create_sessionmaker
+from backend.ops import metrics as ops_metrics
+from backend.ops import tracing
+from backend.ops.serve import observe_chat_shell, serve_metrics
 from backend.redis_client import create_redis
 from backend.secrets.cipher import load_cipher
 from backend.skills.builtin import sync_builtin_skills
@@ -74,7 +79,7 @@ def _api_router() -> APIRouter:
     # Every API route authenticates, and reads the database.
     api = APIRouter(prefix=API_PREFIX, responses=errors(401, 503))
     api.include_router(skill_search.router)  # before the CRD trees: `/skills/search` is fixed
-    for module in (me, tokens, users, secrets, conversations, artifacts, metrics):
+    for module in (me, tokens, users, secrets, conversations, artifacts, metrics, usage):
         api.include_router(module.router)
     api.include_router(skill_install.router)  # before the CRD tree: `/skills/install` is fixed
     api.include_router(skill_plans.router)
@@ -119,6 +124,11 @@ def create_app(
         app.state.engine = engine
         app.state.sessionmaker = create_sessionmaker(engine)
         app.state.redis = create_redis(settings.redis_url) if settings.redis_url else None
+        stop_metrics = None
+        if settings.metrics and settings.metrics_port is not None:  # ops: their own address
+            stop_metrics = serve_metrics(
+                settings.metrics_host, settings.metrics_port, app.state.metrics_registry
+            )
         try:
             await bootstrap_admin(settings, app.state.sessionmaker)
             await sync_builtin_skills(app.state.sessionmaker, settings)
@@ -126,6 +136,8 @@ def create_app(
             sio.live_auth.start(app.state.sessionmaker, app.state.redis)
             yield
         finally:
+            if stop_metrics is not None:
+                stop_metrics()
             await sio.live_auth.aclose()
             await runtime.aclose()
             app.state.sandbox.close()
@@ -144,10 +156,24 @@ def create_app(
     app.state.chat = runtime
     app.state.sandbox = sandbox
     app.state.auth_notices = sio.live_auth  # routes that end authorization tell open sockets
+    # ops: what a scrape of this process shows (backend/ops/metrics.py)
+    app.state.metrics_registry = ops_metrics.exposition_registry(
+        ops_metrics.ProcessSources(
+            pending_requests=lambda: runtime._registry,
+            engine=lambda: getattr(app.state, "engine", None),
+        )
+    )
+    if settings.metrics:
+        observe_chat_shell()
+    tracing.configure(settings, "skillhive-gateway")  # FastAPI then traces every request
     install_error_handlers(app)
     app.add_middleware(BodyLimitMiddleware, settings=settings)
+    if settings.metrics:
+        app.add_middleware(ops_metrics.HttpMetricsMiddleware)
     app.add_middleware(AccessLogMiddleware)  # added last: outermost, it logs every answer
     app.include_router(health.router)
+    if settings.metrics and settings.metrics_port is None:  # else on their own port, or off
+        app.include_router(prometheus.router)
     app.include_router(_api_router())
     return app
 

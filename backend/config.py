@@ -263,6 +263,49 @@ class Settings(BaseSettings):
         description="Allow executing skill plans (also needs allowPlanExecution on the Ghost).",
     )
 
+    # --- operations: metrics, traces, quotas (backend/ops/) --------------------------------
+    metrics: bool = Field(True, description="Record Prometheus metrics (and serve them).")
+    metrics_token: SecretStr | None = Field(
+        None,
+        description="Bearer token Prometheus may send to `GET /metrics` (admins' API tokens "
+        "work too).",
+    )
+    metrics_port: int | None = Field(
+        None,
+        ge=1,
+        le=65535,
+        description="Serve the gateway's metrics on this port of `metrics_host`, without auth, "
+        "instead of `GET /metrics` on the API.",
+    )
+    metrics_host: str = Field(
+        "127.0.0.1", description="Address of the metrics ports (`metrics_port`, worker's)."
+    )
+    worker_metrics_port: int | None = Field(
+        None, ge=1, le=65535, description="Port of a `skillhive worker`'s own metrics endpoint."
+    )
+    tracing: bool = Field(
+        False,
+        description="Export OpenTelemetry traces over OTLP (the standard `OTEL_EXPORTER_OTLP_*` "
+        "variables configure it; setting `OTEL_EXPORTER_OTLP_ENDPOINT` also turns it on).",
+    )
+    quota_tokens_per_day: int | None = Field(
+        None, ge=0, description="Model tokens a user may spend per UTC day; unset: no limit."
+    )
+    quota_turns_per_minute: int | None = Field(
+        None, ge=0, description="Turns a user may start per minute; unset: no limit."
+    )
+    quota_concurrent_turns: int | None = Field(
+        None, ge=0, description="Turns of one user running at once; unset: no limit."
+    )
+    quota_skill_bytes: int | None = Field(
+        None, ge=0, description="Bytes of skill packages a user may store; unset: no limit."
+    )
+    quota_skills: int | None = Field(None, ge=0, description="Skills per user; unset: no limit.")
+    quota_ghosts: int | None = Field(None, ge=0, description="Ghosts per user; unset: no limit.")
+    quota_conversations: int | None = Field(
+        None, ge=0, description="Conversations per user; unset: no limit."
+    )
+
     @field_validator("allowed_models", "egress_allow", "egress_deny", mode="before")
     @classmethod
     def _split_list(cls, value: Any) -> Any:

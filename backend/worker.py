@@ -21,6 +21,7 @@ from typing import Any, cast
 import redis.asyncio as aioredis
 import socketio
 from langchain_core.language_models import BaseChatModel
+from opentelemetry.trace import SpanKind
 from redis.exceptions import RedisError, ResponseError
 
 from backend.chat.packages import DatabasePackageSource
@@ -38,6 +39,11 @@ from backend.chat.turns import TurnRunner
 from backend.config import Settings
 from backend.db.engine import create_engine, create_sessionmaker
 from backend.heartbeat import heartbeat_path, keep_beating
+from backend.ops.metrics import DISPATCH_RECLAIMS, observe_stream_lag
+from backend.ops.quotas import Quotas, counters_for
+from backend.ops.serve import start_worker_metrics
+from backend.ops.tracing import configure as configure_tracing
+from backend.ops.tracing import extract, tracer
 from backend.redis_client import create_redis
 from backend.secrets.cipher import load_cipher
 from backend.ws.rooms import SocketIOFrontendChannel, SocketIOSink
@@ -198,6 +204,7 @@ class TurnWorker:
                 self._slots.release()
                 return
             log.info("reclaimed turn %s from a worker that stopped", _text(claimed[0][0]))
+            DISPATCH_RECLAIMS.inc()  # ops
             self._start(*claimed[0])
 
     def _start(self, entry_id: bytes | str, fields: dict[bytes | str, bytes | str]) -> None:
@@ -214,6 +221,7 @@ class TurnWorker:
                 log.error("malformed stream entry %s dropped", _text(entry_id))
                 await self.redis.xack(STREAM, GROUP, entry_id)
                 return
+            observe_stream_lag(entry.entry_id)  # ops
             lease = lease_key(entry.message_id)
             if not await self.redis.set(lease, self.consumer, nx=True, px=self.lease_ms):
                 return  # someone still runs it; their heartbeat keeps the entry theirs
@@ -222,9 +230,13 @@ class TurnWorker:
             async def release() -> None:  # before `done` goes out: the next send may follow
                 await self._release(keys=[lock_key(entry.conversation_id)], args=[entry.message_id])
 
-            turn = asyncio.create_task(
-                self.runner.run(entry.conversation_id, int(entry.message_id), release=release)
-            )
+            carrier = {_text(k): _text(v) for k, v in fields.items()}
+            with tracer.start_as_current_span(  # ops: joins the sender's trace
+                "dispatch.receive", context=extract(carrier), kind=SpanKind.CONSUMER
+            ):
+                turn = asyncio.create_task(  # the task copies the span's context
+                    self.runner.run(entry.conversation_id, int(entry.message_id), release=release)
+                )
             self._running[entry.conversation_id] = (turn, int(entry.message_id))
             try:
                 await turn
@@ -282,6 +294,7 @@ async def serve(settings: Settings, *, model: BaseChatModel | None = None) -> No
         raise SystemExit(
             "skillhive worker needs SKILLHIVE_REDIS_URL (embedded mode runs turns in the gateway)"
         )
+    configure_tracing(settings, "skillhive-worker")  # ops
     engine = create_engine(settings.effective_database_url, pool_size=settings.database_pool_size)
     sessionmaker = create_sessionmaker(engine)
     redis = create_redis(settings.redis_url)
@@ -299,6 +312,7 @@ async def serve(settings: Settings, *, model: BaseChatModel | None = None) -> No
         pending_requests=registry,
         model=model,
         sandbox=sandbox_access(sandbox, settings),
+        quotas=Quotas(settings, counters_for(redis)),  # ops
     )
     worker = TurnWorker(
         redis,
@@ -310,6 +324,7 @@ async def serve(settings: Settings, *, model: BaseChatModel | None = None) -> No
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, worker.stop)
     beats: asyncio.Task[None] | None = None
+    stop_metrics = start_worker_metrics(settings, registry, engine)  # ops
     try:
         await registry.start()
         beats = asyncio.create_task(keep_beating(redis, heartbeat_path(settings)))
@@ -320,6 +335,8 @@ async def serve(settings: Settings, *, model: BaseChatModel | None = None) -> No
         if beats is not None:
             beats.cancel()
             await asyncio.gather(beats, return_exceptions=True)
+        if stop_metrics is not None:
+            stop_metrics()
         await registry.aclose()
         sandbox.close()
         await redis.aclose()

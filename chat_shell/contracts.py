@@ -258,6 +258,8 @@ class UsageEvent(_Model):
     type: Literal["usage"] = "usage"
     prompt_tokens: int
     completion_tokens: int
+    # The provider reported no usage: these are the offline estimate (chat_shell.offline).
+    estimated: bool = False
 
 
 class DoneEvent(_Model):

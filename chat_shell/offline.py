@@ -42,7 +42,9 @@ def estimate_tokens(text: str) -> int:
     return (len(text) + 3) // 4
 
 
-def _usage(messages: Sequence[BaseMessage], reply: AIMessage) -> UsageMetadata:
+def estimate_usage(messages: Sequence[BaseMessage], reply: AIMessage) -> UsageMetadata:
+    """The offline estimate of one model call: what offline models report, and what a turn
+    counts (marked estimated) when a provider reports nothing."""
     prompt = estimate_tokens("".join(m.text for m in messages))
     completion = estimate_tokens(
         reply.text + "".join(json.dumps(c["args"]) for c in reply.tool_calls)
@@ -95,7 +97,7 @@ class LocalToolChatModel(BaseChatModel):
         self, messages: list[BaseMessage], kwargs: dict[str, Any]
     ) -> tuple[AIMessage, UsageMetadata]:
         reply = self.reply(messages, list(kwargs.get("tools", [])))
-        return reply, _usage(messages, reply)
+        return reply, estimate_usage(messages, reply)
 
     def _generate(
         self,

@@ -64,6 +64,8 @@ ERROR_DESCRIPTIONS = {
     413: "the body is larger than the limit in `details`",
     415: "the body's Content-Type is not accepted (`unsupported_media_type`)",
     422: "the request is invalid; `code` says how and `details` names what",
+    429: "a quota or limit is reached: `code` names it (`quota_*`, `too_many_turns`); retry after "
+    "`Retry-After` seconds",
     503: "a backing service (database or Redis) is unavailable, or no database connection was "
     "free in time (`dependency_unavailable`, with `Retry-After`); retry shortly",
 }
@@ -171,7 +173,9 @@ def error_response(
 
 async def _skillhive_error(_: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, SkillhiveError)
-    return error_response(exc.status_code, exc.code, exc.message, exc.details)
+    response = error_response(exc.status_code, exc.code, exc.message, exc.details)
+    response.headers.update(getattr(exc, "headers", {}))  # e.g. a quota's Retry-After
+    return response
 
 
 async def _validation_error(_: Request, exc: Exception) -> JSONResponse:

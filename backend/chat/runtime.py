@@ -26,6 +26,8 @@ from backend.chat.sandbox import sandbox_access
 from backend.chat.stream import RedisStreamDispatcher, lock_key
 from backend.chat.turns import TurnRunner
 from backend.config import Settings
+from backend.ops.quotas import Quotas, counters_for
+from backend.ops.tracing import tracer
 from backend.ws.rooms import SocketIOFrontendChannel, SocketIOSink
 from chat_shell.sandbox import BubblewrapSandbox
 from chat_shell.tools.pending_requests import (
@@ -55,6 +57,7 @@ class ChatRuntime:
         self._dispatcher: TurnDispatcher | None = None
         self._registry: PendingRequestRegistry | None = None
         self._admission: Admission | None = None
+        self.quotas = Quotas(settings, counters_for(None))
 
     def start(
         self,
@@ -63,6 +66,7 @@ class ChatRuntime:
         redis: aioredis.Redis | None,
     ) -> None:
         self._sessionmaker = sessionmaker
+        self.quotas = Quotas(self.settings, counters_for(redis))  # ops: shared through Redis
         frontend = SocketIOFrontendChannel(self.sio)
         if redis is not None:
             self._bus = RedisEventBus(redis)
@@ -88,6 +92,7 @@ class ChatRuntime:
             model=self.model,
             sandbox=sandbox_access(self.sandbox, self.settings) if self.sandbox else None,
             slots=self.settings.embedded_turn_concurrency,
+            quotas=self.quotas,
         )
         self._bus = bus
         dispatcher = InProcessDispatcher(runner)
@@ -131,6 +136,7 @@ class ChatRuntime:
         # them it exists.
         async with self.sessionmaker() as session:
             await conversations.get(session, user_id, conversation_id)
+            await self.quotas.admit_turn(session, user_id)  # ops: 429 quota_* before any write
 
         async def store() -> int:  # runs with the conversation claimed
             await self.admission.admit(user_id, conversation_id)  # nothing written if refused
@@ -142,7 +148,8 @@ class ChatRuntime:
                 await session.commit()
                 return message.id
 
-        return await self.dispatcher.submit(conversation_id, store)
+        with tracer.start_as_current_span("chat.send"):  # ops: the turn's trace starts here
+            return await self.dispatcher.submit(conversation_id, store)
 
     async def aclose(self) -> None:
         if self._dispatcher is not None:

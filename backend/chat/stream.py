@@ -7,10 +7,12 @@ the stream; `skillhive worker` processes (backend/worker.py) consume it in a con
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 import redis.asyncio as aioredis
 
 from backend.chat.dispatch import StoreUserMessage, turn_in_progress
+from backend.ops.tracing import inject
 
 STREAM = "skillhive:turns"
 GROUP = "skillhive-workers"
@@ -47,9 +49,11 @@ class RedisStreamDispatcher:
             raise
         # From here the lock names the message, so the worker that answers it can release it.
         await self.redis.set(key, str(message_id), xx=True, ex=LOCK_TTL_S)
+        fields: dict[Any, Any] = {"conversation_id": conversation_id, "message_id": str(message_id)}
+        fields.update(inject())  # ops: the trace context rides in the entry (W3C traceparent)
         await self.redis.xadd(
             STREAM,
-            {"conversation_id": conversation_id, "message_id": str(message_id)},
+            fields,
             maxlen=STREAM_MAXLEN,
             approximate=True,
         )

@@ -27,10 +27,15 @@ from backend.config import Settings
 from backend.db.models import Message
 from backend.errors import SkillhiveError, Unauthorized
 from backend.ghosts.resolve import ghost_skills, resolve_ghost, resolve_skills
+from backend.ops.metrics import TurnObservation, model_label
+from backend.ops.quotas import Quotas
+from backend.ops.quotas import limits_for as quota_limits
+from backend.ops.tracing import tracer
+from backend.ops.usage import TurnAccount, record_calls
 from backend.plugins.commands import invocation_for, with_preloads
 from backend.secrets import service as secrets
 from chat_shell.agent.runner import run_turn
-from chat_shell.contracts import ErrorEvent, Event, TurnRequest
+from chat_shell.contracts import ErrorEvent, Event, TurnRequest, UsageEvent
 from chat_shell.errors import ChatShellError
 from chat_shell.ports import FrontendChannel, PackageSource, SkillDirectory
 from chat_shell.tools.pending_requests import PendingRequestRegistry
@@ -45,6 +50,8 @@ Release = Callable[[], Awaitable[None]]
 class PreparedTurn:
     request: TurnRequest
     directory: SkillDirectory  # the Ghost's skills beyond those the request carries
+    ghost: str = ""  # ops: "ns/name", for usage accounting
+    token_limit: int | None = None  # ops: the user's tokens per day
 
 
 @dataclass
@@ -54,6 +61,7 @@ class _Progress:
     usage: dict[str, int] = field(
         default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0}
     )
+    calls: list[UsageEvent] = field(default_factory=list)  # ops: one per model call
 
     def add(self, event: Event) -> None:
         if event.type == "token":
@@ -61,6 +69,7 @@ class _Progress:
         elif event.type == "tool_end":
             self.tool_calls.append(event.model_dump(mode="json", exclude={"type"}))
         elif event.type == "usage":
+            self.calls.append(event)
             self.usage["prompt_tokens"] += event.prompt_tokens
             self.usage["completion_tokens"] += event.completion_tokens
 
@@ -96,10 +105,12 @@ class TurnRunner:
         model: BaseChatModel | None = None,
         sandbox: SandboxAccess | None = None,
         slots: int | None = None,
+        quotas: Quotas | None = None,
     ) -> None:
         # At most `slots` turns run at once; the others wait, holding nothing (None: no bound).
         self._slots = asyncio.Semaphore(slots) if slots is not None else None
         self.sessionmaker = sessionmaker
+        self.quotas = quotas  # ops: tokens per day, charged per model call
         self.settings = settings
         self.cipher = cipher
         self.package_source = package_source
@@ -161,6 +172,7 @@ class TurnRunner:
             disabled = [
                 c["metadata"]["name"] for c in preloaded if not c["status"].get("enabled", True)
             ]
+            limits = await quota_limits(session, self.settings, user.id)  # ops
             user_secrets: dict[str, str] = {}
             if needs_secrets(ghost, self.settings, skills_use_secrets=skills.uses_secrets):
                 user_secrets = await secrets.values(session, self.cipher, user.id)  # only if used
@@ -185,7 +197,12 @@ class TurnRunner:
             self.skill_specs,
             threshold=self.settings.skill_search_threshold,
         )
-        return PreparedTurn(build_turn_request(inputs, self.settings), directory)
+        return PreparedTurn(
+            build_turn_request(inputs, self.settings),
+            directory,
+            ghost=conversation.ghost,
+            token_limit=limits["tokens_per_day"],
+        )
 
     async def run(
         self, conversation_id: str, message_id: int, *, release: Release | None = None
@@ -194,9 +211,17 @@ class TurnRunner:
         send; it runs after the answer is stored and before `done`/`error` is announced, so a
         client reacting to that event can send at once. None when the answer could not be
         stored (e.g. the conversation was deleted meanwhile): the turn is over, not retried."""
+        with tracer.start_as_current_span("chat.turn"):  # ops: model and tool spans nest here
+            return await self._run(conversation_id, message_id, release)
+
+    async def _run(
+        self, conversation_id: str, message_id: int, release: Release | None
+    ) -> Message | None:
         progress = _Progress()
         outcome: Event | None = None
         slot = False
+        account: TurnAccount | None = None
+        observed: TurnObservation | None = None  # ops: metrics of this turn
         try:
             if self._slots is not None:  # inside the try: a cancel while waiting is a cancel
                 await self._slots.acquire()
@@ -207,6 +232,15 @@ class TurnRunner:
                 await _call(release)
                 await self._emit(conversation_id, message_id, _terminal({"type": "done"}, prepared))
                 return prepared
+            request = prepared.request
+            account = TurnAccount(
+                request.user_id, prepared.ghost, request.model.name, conversation_id, message_id
+            )
+            observed = TurnObservation(
+                model_label(request.model.name, self.settings),
+                frozenset(s.name for s in request.skills if s.public),
+                enabled=self.settings.metrics,
+            )
             turn = run_turn(
                 prepared.request,
                 skills=prepared.directory,
@@ -226,7 +260,15 @@ class TurnRunner:
                         outcome = event
                         break
                     progress.add(event)
+                    observed.event(event)
                     await self._emit(conversation_id, message_id, event.model_dump(mode="json"))
+                    if event.type == "usage" and await self._over_budget(prepared, event):
+                        outcome = ErrorEvent(
+                            code="quota_exceeded",
+                            message="the user's tokens per day are spent; the turn stopped "
+                            "after its last model call",
+                        )
+                        break
         except asyncio.CancelledError:
             outcome = ErrorEvent(code="cancelled", message="the turn was cancelled")
         except (SkillhiveError, ChatShellError) as exc:
@@ -237,10 +279,12 @@ class TurnRunner:
         if slot and self._slots is not None:
             self._slots.release()
         self._cancel_requested.discard(message_id)
+        if observed is not None:
+            observed.finish(outcome.code if isinstance(outcome, ErrorEvent) else None)
         final = outcome.model_dump(mode="json") if outcome is not None else {"type": "error"}
         try:
             message: Message | None = await self._persist(
-                conversation_id, message_id, outcome, progress
+                conversation_id, message_id, outcome, progress, account
             )
         except Exception:
             log.exception("the answer to message %s could not be stored", message_id)
@@ -250,10 +294,25 @@ class TurnRunner:
         await self._emit(conversation_id, message_id, _terminal(final, message))
         return message
 
+    async def _over_budget(self, prepared: PreparedTurn, usage: UsageEvent) -> bool:
+        if self.quotas is None:
+            return False
+        tokens = usage.prompt_tokens + usage.completion_tokens
+        return await self.quotas.charge_tokens(
+            prepared.request.user_id, tokens, prepared.token_limit
+        )
+
     async def _persist(
-        self, conversation_id: str, message_id: int, outcome: Event | None, progress: _Progress
+        self,
+        conversation_id: str,
+        message_id: int,
+        outcome: Event | None,
+        progress: _Progress,
+        account: TurnAccount | None = None,
     ) -> Message:
         async with self.sessionmaker() as session:
+            if account is not None:  # ops: committed with the answer, or not at all
+                record_calls(session, account, progress.calls)
             if outcome is not None and outcome.type == "done":
                 return await conversations.add_reply(
                     session,

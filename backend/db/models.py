@@ -243,6 +243,41 @@ class SkillLabel(Base):
     value: Mapped[str] = mapped_column(String(253))
 
 
+class UsageRecord(Base):
+    """The usage of one model call (backend/ops/usage.py); summed by `GET /api/v1/usage`.
+
+    Kept when its conversation is deleted (accounting outlives chats): no foreign key to it.
+    """
+
+    __tablename__ = "usage_records"
+    __table_args__ = (
+        Index("ix_usage_records_user_id_created_at", "user_id", "created_at"),
+        Index("ix_usage_records_conversation_id", "conversation_id"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    ghost: Mapped[str] = mapped_column(String(140))
+    model: Mapped[str] = mapped_column(String(200))
+    conversation_id: Mapped[str] = mapped_column(String(36))
+    message_id: Mapped[int] = mapped_column(Integer)  # the user message the turn answered
+    prompt_tokens: Mapped[int] = mapped_column(BigInteger)
+    completion_tokens: Mapped[int] = mapped_column(BigInteger)
+    estimated: Mapped[bool] = mapped_column(Boolean)  # no usage from the provider: estimated
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class UserQuota(Base):
+    """An admin's per-user overrides of the `quota_*` settings (backend/ops/quotas.py)."""
+
+    __tablename__ = "user_quotas"
+
+    user_id: Mapped[int] = mapped_column(
+        ForeignKey("users.id", ondelete="CASCADE"), primary_key=True, autoincrement=False
+    )
+    limits: Mapped[dict[str, Any]] = mapped_column(JSONType)  # limit name -> int or null
+
+
 # Database objects the migrations create that these models do not describe: each engine's
 # full-text index of `skill_search` (see SkillSearch). Schema comparison skips them.
 UNMODELLED_TABLES = frozenset({"skill_search_fts"})

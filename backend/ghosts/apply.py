@@ -17,6 +17,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from backend.config import Settings
 from backend.crd.ghost import GHOST_KIND
 from backend.db.models import User
 from backend.errors import Forbidden, InvalidRequest, SkillhiveError
@@ -24,6 +25,7 @@ from backend.ghosts import PUBLIC_GHOSTS, PUBLIC_NAMESPACE, service
 from backend.ghosts.status import served_many
 from backend.ghosts.validation import GhostInput, parse_ghost
 from backend.kinds.store import Scope
+from backend.ops.quotas import check_stored
 from chat_shell.net import EgressPolicy
 
 
@@ -92,6 +94,7 @@ async def apply(
     *,
     egress: EgressPolicy | None = None,
     dry_run: bool = False,
+    settings: Settings | None = None,
 ) -> list[dict[str, Any]]:
     """Create or update every Ghost; per object `created`, `configured` or `unchanged`, and
     the warnings its `status` shows. A dry run makes every check and write, then rolls back."""
@@ -107,6 +110,9 @@ async def apply(
                     session, target.scope, target.ghost, row, caller_id=user.id
                 )
             plans.append((target, row, action))
+        created = sum(1 for t, _, a in plans if a == "created" and t.scope.user_id == user.id)
+        if settings is not None and created:  # ops: the Ghosts quota counts applied ones too
+            await check_stored(session, settings, user.id, "ghosts", created)
         for target, row, action in plans:
             with _document(target.index):
                 await service.write(session, target.scope, target.ghost, row, action)

@@ -21,6 +21,7 @@ from chat_shell.agent.session import TurnContext
 from chat_shell.contracts import ToolCallRecord, ToolEndEvent, ToolStartEvent
 from chat_shell.errors import ChatShellError
 from chat_shell.models import model_failure
+from chat_shell.observe import tracer
 
 _SUMMARY_CHARS = 500
 
@@ -44,15 +45,17 @@ class TurnMiddleware(AgentMiddleware[AgentState[Any], TurnContext, Any]):
             tools=session.model_tools(),
         )
         try:
-            response = await handler(request)
+            with tracer.start_as_current_span("model.call"):
+                response = await handler(request)
         except (GraphBubbleUp, ChatShellError):
             raise
         except Exception as exc:
             key = session.request.model.api_key
             raise model_failure(exc, [key.get_secret_value()] if key else []) from exc
+        prompt = [request.system_message, *request.messages] if request.system_message else []
         for message in response.result:
             if isinstance(message, AIMessage):
-                session.record_model_reply(message)
+                session.record_model_reply(message, prompt or request.messages)
         return response
 
     async def awrap_tool_call(
@@ -72,7 +75,8 @@ class TurnMiddleware(AgentMiddleware[AgentState[Any], TurnContext, Any]):
             result = _error_message(call_id, name, f"Error: tool {name!r} is not available now.")
         else:
             try:
-                result = await handler(request.override(tool=tool))
+                with tracer.start_as_current_span("tool.call", attributes={"tool.name": name}):
+                    result = await handler(request.override(tool=tool))
             except GraphBubbleUp:
                 raise
             except Exception as exc:  # a broken tool must not end the turn

@@ -7,7 +7,7 @@ The middleware asks it for the system prompt and the visible tools on every mode
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from typing import Any
@@ -30,7 +30,7 @@ from chat_shell.contracts import (
     UsageEvent,
 )
 from chat_shell.errors import InvalidTurnRequest
-from chat_shell.offline import estimate_tokens
+from chat_shell.offline import estimate_tokens, estimate_usage
 from chat_shell.ports import FrontendChannel, PackageSource, SkillDirectory
 from chat_shell.skills.active import ActiveSkills, last_loaded_records
 from chat_shell.skills.allowed import tool_allowed
@@ -313,15 +313,23 @@ class TurnSession:
         if (skill := self._tool_skill.get(tool_name)) is not None:
             self.active.touch(skill)
 
-    def record_model_reply(self, message: AIMessage) -> None:
+    def record_model_reply(self, message: AIMessage, prompt: Sequence[BaseMessage] = ()) -> None:
+        """Count the call's usage; a provider that reported none gets the offline estimate
+        of `prompt` and the reply, marked `estimated`."""
         self.final_text = message.text
-        if (usage := message.usage_metadata) is not None:
-            prompt, completion = usage["input_tokens"], usage["output_tokens"]
-            self.usage = Usage(
-                prompt_tokens=self.usage.prompt_tokens + prompt,
-                completion_tokens=self.usage.completion_tokens + completion,
+        estimated = (usage := message.usage_metadata) is None
+        if usage is None:
+            usage = estimate_usage(prompt, message)
+        prompt_tokens, completion = usage["input_tokens"], usage["output_tokens"]
+        self.usage = Usage(
+            prompt_tokens=self.usage.prompt_tokens + prompt_tokens,
+            completion_tokens=self.usage.completion_tokens + completion,
+        )
+        self.emit(
+            UsageEvent(
+                prompt_tokens=prompt_tokens, completion_tokens=completion, estimated=estimated
             )
-            self.emit(UsageEvent(prompt_tokens=prompt, completion_tokens=completion))
+        )
 
     def done_event(self) -> DoneEvent:
         return DoneEvent(

@@ -85,6 +85,7 @@ def parse_documents(data: bytes, media: str) -> list[Any]:
         413,
         415,
         422,
+        (429, "the caller's Ghosts quota is reached (`quota_ghosts`); nothing is written"),
     ),
     openapi_extra=_BODY_OPENAPI,
 )
@@ -105,5 +106,7 @@ async def apply_objects(
     data = await read_body(request, MAX_APPLY_BYTES)
     # Up to 4 MiB of YAML takes seconds to parse: off the event loop, which keeps serving.
     documents = await asyncio.to_thread(parse_documents, data, media)
-    items = await apply(session, user, documents, egress=settings.egress, dry_run=dry_run)
+    items = await apply(
+        session, user, documents, egress=settings.egress, dry_run=dry_run, settings=settings
+    )
     return {"items": items}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack
 from datetime import datetime
 from typing import Annotated, Any, Literal
@@ -11,14 +11,18 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.api.deps import CurrentUser, SessionDep
 from backend.api.errors import errors
 from backend.chat import conversations
 from backend.chat.events import TERMINAL, EventData, message_json
 from backend.chat.runtime import DEFAULT_TITLE, ChatRuntime
+from backend.db.models import Conversation
 from backend.errors import ServiceUnavailable
 from backend.ghosts.resolve import resolve_ghost
+from backend.ops.quotas import check_stored
+from backend.ops.usage import conversation_totals
 
 router = APIRouter(prefix="/conversations", tags=["conversations"])
 
@@ -30,6 +34,14 @@ class ConversationCreate(BaseModel):
     title: str | None = Field(None, max_length=conversations.TITLE_CHARS)
 
 
+class ConversationUsage(BaseModel):
+    """Running totals of the conversation's model calls (backend/ops/usage.py)."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+
+
 class ConversationOut(BaseModel):
     model_config = ConfigDict(from_attributes=True)
 
@@ -38,6 +50,22 @@ class ConversationOut(BaseModel):
     title: str
     created_at: datetime
     updated_at: datetime
+    usage: ConversationUsage = Field(default_factory=ConversationUsage)
+
+
+async def _with_usage(session: AsyncSession, rows: Sequence[Conversation]) -> list[ConversationOut]:
+    totals = await conversation_totals(session, [r.id for r in rows])  # ops
+    out = []
+    for row in rows:
+        item = ConversationOut.model_validate(row)
+        if (t := totals.get(row.id)) is not None:
+            item.usage = ConversationUsage(
+                prompt_tokens=t.prompt_tokens,
+                completion_tokens=t.completion_tokens,
+                total_tokens=t.total_tokens,
+            )
+        out.append(item)
+    return out
 
 
 class ConversationList(BaseModel):
@@ -92,13 +120,16 @@ def _runtime(request: Request) -> ChatRuntime:
     "",
     status_code=201,
     responses=errors(
-        (404, "the caller may not use that Ghost, or it does not exist (`ghost_not_found`)"), 422
+        (404, "the caller may not use that Ghost, or it does not exist (`ghost_not_found`)"),
+        422,
+        (429, "the caller's conversations quota is reached (`quota_conversations`)"),
     ),
 )
 async def create_conversation(
-    body: ConversationCreate, user: CurrentUser, session: SessionDep
+    body: ConversationCreate, user: CurrentUser, session: SessionDep, request: Request
 ) -> ConversationOut:
     await resolve_ghost(session, user.id, body.ghost)  # 404 unless the caller may use it
+    await check_stored(session, request.app.state.settings, user.id, "conversations")  # ops
     created = await conversations.create(session, user.id, body.ghost, body.title or DEFAULT_TITLE)
     await session.commit()
     return ConversationOut.model_validate(created)
@@ -112,18 +143,15 @@ async def list_conversations(
     continue_: Annotated[str | None, Query(alias="continue")] = None,
 ) -> ConversationList:
     rows, token = await conversations.list_page(session, user.id, limit=limit, token=continue_)
-    return ConversationList(
-        items=[ConversationOut.model_validate(r) for r in rows], **{"continue": token}
-    )
+    return ConversationList(items=await _with_usage(session, rows), **{"continue": token})
 
 
 @router.get("/{conversation_id}", responses=_NOT_FOUND)
 async def get_conversation(
     conversation_id: str, user: CurrentUser, session: SessionDep
 ) -> ConversationOut:
-    return ConversationOut.model_validate(
-        await conversations.get(session, user.id, conversation_id)
-    )
+    row = await conversations.get(session, user.id, conversation_id)
+    return (await _with_usage(session, [row]))[0]
 
 
 @router.delete("/{conversation_id}", status_code=204, responses=_NOT_FOUND)
@@ -188,7 +216,8 @@ def _sse(event: EventData) -> bytes:
             (
                 429,
                 "the caller has `SKILLHIVE_MAX_CONCURRENT_TURNS_PER_USER` turns running "
-                "(`too_many_turns`, with `Retry-After`); nothing was stored",
+                "(`too_many_turns`), or a quota is reached (`quota_turns_per_minute`, "
+                "`quota_tokens_per_day`); with `Retry-After`, nothing was stored",
             ),
             (503, "a backing service is unavailable, or the answer could not be stored"),
         ),

@@ -25,8 +25,10 @@ from backend.crd.ghost import Ghost
 from backend.ghosts import PUBLIC_GHOSTS, service
 from backend.kinds import store
 from backend.kinds.store import Scope
+from backend.ops.quotas import check_stored
 
 MAX_GHOST_BYTES = 1024 * 1024
+QUOTA_GHOSTS = (429, "the caller's Ghosts quota is reached (`quota_ghosts`)")
 
 # The body is read by hand (size cap, error codes); OpenAPI still shows its schema, which the
 # responses register under components.
@@ -60,7 +62,9 @@ def _register(router: APIRouter, read_scope: ScopeDep, write_scope: ScopeDep, *,
         "",
         status_code=201,
         response_model=Ghost,
-        responses=crd_errors(409, 413, 415, 422, own=own, write=True),
+        responses=crd_errors(
+            409, 413, 415, 422, *((QUOTA_GHOSTS,) if own else ()), own=own, write=True
+        ),
         openapi_extra=_BODY_OPENAPI,
     )
     async def create_ghost(
@@ -72,6 +76,7 @@ def _register(router: APIRouter, read_scope: ScopeDep, write_scope: ScopeDep, *,
     ) -> JSONResponse:
         """The answer's `status.warnings` names listed skills that are disabled."""
         body = await read_json(request, MAX_GHOST_BYTES)
+        await check_stored(session, settings, scope.user_id, "ghosts")  # ops: quotas
         crd = await service.create(session, scope, body, caller_id=user.id, egress=settings.egress)
         return crd_response(crd, 201)
 

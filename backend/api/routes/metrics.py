@@ -1,4 +1,8 @@
-"""Operator counters of this gateway process (admins only)."""
+"""Operator counters of this gateway process (admins only), as JSON.
+
+Deprecated: `GET /metrics` (Prometheus, backend/ops/metrics.py) has these counters and more.
+Kept so existing dashboards keep working.
+"""
 
 from __future__ import annotations
 
@@ -28,9 +32,11 @@ class Metrics(BaseModel):
     sandbox: dict[str, Any]  # availability (and why not), engine, who may run
 
 
-@router.get("/metrics", responses=errors(403))
+@router.get("/metrics", responses=errors(403), deprecated=True)
 async def metrics(_: AdminUser, request: Request) -> Metrics:
-    """Pending browser requests of this process: waiting now, and answers resolved, expired
+    """Deprecated: scrape `GET /metrics` (Prometheus text format) instead.
+
+    Pending browser requests of this process: waiting now, and answers resolved, expired
     and rejected since start (sum them across gateways and workers); whether this process can
     run skill scripts in the sandbox, and if not why."""
     runtime = request.app.state.chat

@@ -29,6 +29,7 @@ from backend.crd.skill import Skill
 from backend.kinds import store
 from backend.kinds.cursor import MAX_ID
 from backend.kinds.store import Scope
+from backend.ops.quotas import check_stored
 from backend.skills import service
 from backend.skills.limits import ArchiveLimits
 from backend.skills.service import PUBLIC_SCOPE
@@ -38,6 +39,8 @@ from backend.skills.service import PUBLIC_SCOPE
 # Kubernetes spells it `dryRun`: every check runs, nothing is stored.
 DryRun = Annotated[bool, Query(alias="dryRun")]
 
+QUOTA_SKILLS = (429, "a quota is reached (`quota_skills`, `quota_skill_bytes`)")
+QUOTA_BYTES = (429, "the stored skill bytes quota is reached (`quota_skill_bytes`)")
 INLINE_TYPES = {"text/plain", "text/markdown", "application/json", "image/png", "image/jpeg"}
 
 
@@ -113,6 +116,7 @@ def _register(router: APIRouter, read_scope: ScopeDep, write_scope: ScopeDep, *,
             413,
             415,
             422,
+            *((QUOTA_SKILLS,) if own else ()),
             own=own,
             write=True,
         ),
@@ -129,6 +133,8 @@ def _register(router: APIRouter, read_scope: ScopeDep, write_scope: ScopeDep, *,
     ) -> JSONResponse:
         """`dryRun=true` runs every check and answers as an upload would, storing nothing."""
         data = await read_archive(request, ArchiveLimits.from_settings(settings))
+        await check_stored(session, settings, scope.user_id, "skills")  # ops: quotas
+        await check_stored(session, settings, scope.user_id, "skill_bytes", len(data))
         crd = await service.create(
             session, settings, scope, data, strict=strict, actor=user.id, dry_run=dry_run
         )
@@ -141,7 +147,9 @@ def _register(router: APIRouter, read_scope: ScopeDep, write_scope: ScopeDep, *,
     @router.put(
         "/{name}",
         response_model=Skill,
-        responses=crd_errors(404, 412, 413, 415, 422, own=own, write=True),
+        responses=crd_errors(
+            404, 412, 413, 415, 422, *((QUOTA_BYTES,) if own else ()), own=own, write=True
+        ),
         openapi_extra=ARCHIVE_BODY_OPENAPI,
     )
     async def replace_skill(
@@ -158,6 +166,7 @@ def _register(router: APIRouter, read_scope: ScopeDep, write_scope: ScopeDep, *,
         """`dryRun=true` runs every check and answers as a replace would, storing nothing."""
         expected = store.parse_if_match(if_match)
         data = await read_archive(request, ArchiveLimits.from_settings(settings))
+        await check_stored(session, settings, scope.user_id, "skill_bytes", len(data))  # ops
         crd = await service.replace(
             session,
             settings,

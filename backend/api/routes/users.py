@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, Field
@@ -13,6 +13,8 @@ from backend.api.routes.me import UserOut
 from backend.auth import service
 from backend.auth.notices import AuthEnded, auth_notices
 from backend.errors import InvalidRequest
+from backend.ops import quotas
+from backend.ops.quotas import Limit
 
 router = APIRouter(prefix="/users", tags=["users"], responses=errors(403))
 
@@ -30,9 +32,21 @@ class UserCreated(UserOut):
     token: str = Field(description="A first API token for the new user; shown once.")
 
 
+QuotaValue = Annotated[int, Field(ge=0)] | Literal["default"] | None
+
+
 class UserPatch(BaseModel):
     is_active: bool | None = None
     role: Literal["admin", "user"] | None = None
+    quotas: dict[Limit, QuotaValue] | None = Field(
+        None,
+        description="per-user overrides of the `quota_*` settings: a number, null (no limit) "
+        'or "default" (the setting again); limits not named keep their override',
+    )
+
+
+class UserQuotas(UserOut):
+    quotas: dict[Limit, int | None] = Field(description="the user's limits now (null: none)")
 
 
 @router.get("")
@@ -51,7 +65,7 @@ async def create_user(body: UserCreate, _: AdminUser, session: SessionDep) -> Us
 @router.patch("/{user_id}", responses=errors(404, 422))
 async def patch_user(
     user_id: RowId, body: UserPatch, admin: AdminUser, session: SessionDep, request: Request
-) -> UserOut:
+) -> UserQuotas:
     user = await service.get_user(session, user_id)
     if user.id == admin.id and (body.is_active is False or body.role == "user"):
         raise InvalidRequest(
@@ -61,7 +75,10 @@ async def patch_user(
         user.is_active = body.is_active
     if body.role is not None:
         user.role = body.role
+    if body.quotas:  # ops: per-user quota overrides
+        await quotas.set_overrides(session, user.id, body.quotas)
     await session.commit()
     if body.is_active is False:
         await auth_notices(request).ended(AuthEnded(user_id=user.id))
-    return UserOut.model_validate(user)
+    limits = await quotas.limits_for(session, request.app.state.settings, user.id)
+    return UserQuotas(**UserOut.model_validate(user).model_dump(), quotas=limits)

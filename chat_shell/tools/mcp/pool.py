@@ -154,6 +154,7 @@ class McpSessionPool:
                     call_timeout_s=self._call_timeout_s,
                     secrets=secret_values(config, context),
                     egress=self._egress if egress_applies(config) else None,
+                    scope="ghost" if scope == GHOST_SCOPE else "skill",
                 )
                 self.sessions_opened += 1
                 self._sessions[key] = session

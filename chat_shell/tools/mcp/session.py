@@ -34,6 +34,7 @@ from chat_shell.net import (
     find_cause,
 )
 from chat_shell.net.upstream import redact
+from chat_shell.observe import McpScope, observer, tracer
 from chat_shell.tools.mcp.config import McpServerConfig
 from chat_shell.tools.mcp.errors import (
     CONNECT_FAILED,
@@ -181,10 +182,12 @@ class ServerSession:
         call_timeout_s: float,
         secrets: Iterable[str] = (),
         egress: EgressPolicy | None = None,
+        scope: McpScope = "ghost",
     ) -> None:
         """`egress`: the policy every connection to this server must pass; None for servers
-        the operator or an admin chose."""
+        the operator or an admin chose. `scope`: whose server it is, for metrics."""
         self.name = name
+        self.scope: McpScope = scope
         self.config = config
         self.tools: list[BaseTool] = []
         self._call_timeout_s = call_timeout_s
@@ -249,6 +252,12 @@ class ServerSession:
         self._runner.cancel()
 
     async def _intercept(self, request: MCPToolCallRequest, handler: _Handler) -> MCPToolCallResult:
+        with tracer.start_as_current_span("mcp.call", attributes={"mcp.scope": self.scope}):
+            result = await self._call(request, handler)
+        observer().mcp_call(self.scope, error=bool(getattr(result, "isError", False)))
+        return result
+
+    async def _call(self, request: MCPToolCallRequest, handler: _Handler) -> MCPToolCallResult:
         if self._stop.is_set() or self._runner.done():
             return _error_result(self._ended_code, self._disconnected())
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Protocol, Self
 
+from chat_shell.observe import tracer
 from chat_shell.ports import FrontendChannel
 from chat_shell.tools.pending.errors import FrontendError, RequestTimeout
 
@@ -131,6 +132,18 @@ class _RegistryCore(abc.ABC):
     # --- the interface -------------------------------------------------------------------
 
     async def request(
+        self,
+        user_id: int,
+        conversation_id: str,
+        skill: str,
+        action: str,
+        payload: Any,
+        timeout_s: float,
+    ) -> Any:
+        with tracer.start_as_current_span("browser.request"):
+            return await self._request(user_id, conversation_id, skill, action, payload, timeout_s)
+
+    async def _request(
         self,
         user_id: int,
         conversation_id: str,

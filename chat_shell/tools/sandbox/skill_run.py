@@ -23,6 +23,7 @@ from langchain.tools import ToolRuntime
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 
 from chat_shell.contracts import CatalogEntry, Event, SkillSpec
+from chat_shell.observe import observer, tracer
 from chat_shell.ports import PackageSource
 from chat_shell.sandbox import Sandbox, SandboxResult, SandboxRun, SandboxUnavailable, Workspace
 from chat_shell.skills.active import ActiveSkills
@@ -107,7 +108,9 @@ class SkillRunner:
         skill_dir = await self._skill_dir(skill)
         async with self._lock:
             workspace = await self._workspace_for_turn()
-            result = await sandbox.run(SandboxRun(command, workspace, skill_dir, limits))
+            with tracer.start_as_current_span("sandbox.run"):
+                result = await sandbox.run(SandboxRun(command, workspace, skill_dir, limits))
+            observer().sandbox_run(tuple(result.limits_hit))
             outputs, more = collect_outputs(workspace, patterns)
             kept = True
             if self._keeper is None:

@@ -299,6 +299,14 @@ async def _accounts(c: httpx.AsyncClient, alice: Account, admin: Account) -> Non
     expect(await c.patch(carol, json={}, headers=a), 403)
     expect(await c.get(f"{API}/metrics", headers=r), 200)
     expect(await c.get(f"{API}/metrics", headers=a), 403)
+    expect(await c.get("/metrics", headers=r), 200)
+    expect(await c.get("/metrics", headers=a), 403)
+    expect(await c.get("/metrics"), 401)
+    expect(await c.get(f"{API}/usage?group_by=day", headers=a), 200)
+    expect(await c.get(f"{API}/usage?group_by=user", headers=r), 200)
+    expect(await c.get(f"{API}/usage?user=root", headers=a), 403)
+    expect(await c.get(f"{API}/usage?user=nobody", headers=r), 404)
+    expect(await c.get(f"{API}/usage?group_by=week", headers=a), 422)
     expect(await c.get(f"{API}/secrets", headers=a), 200)
     expect(await c.put(f"{API}/secrets/KEY", json={"value": "v"}, headers=a), 201)
     expect(await c.put(f"{API}/secrets/KEY", json={"value": "w"}, headers=a), 204)
@@ -307,6 +315,23 @@ async def _accounts(c: httpx.AsyncClient, alice: Account, admin: Account) -> Non
     expect(await c.delete(f"{API}/secrets/KEY", headers=a), 404)
     expect(await c.get("/healthz"), 200)
     expect(await c.get("/readyz"), 200)
+
+
+async def _quotas(c: httpx.AsyncClient, alice: Account, admin: Account) -> None:
+    """Every quota at 0 for alice: each creating route answers 429."""
+    h = alice.headers
+    created = await c.post(f"{API}/conversations", json={"ghost": "dev/finder"}, headers=h)
+    one = f"{API}/conversations/{expect(created, 201).json()['id']}"
+    limits = ("turns_per_minute", "skill_bytes", "skills", "ghosts", "conversations")
+    quotas = {"quotas": dict.fromkeys(limits, 0)}
+    expect(await c.patch(f"{API}/users/{alice.id}", json=quotas, headers=admin.headers), 200)
+    expect(await c.post(f"{one}/messages", json={"content": "x"}, headers=h), 429)
+    expect(await c.post(f"{API}/conversations", json={"ghost": "dev/finder"}, headers=h), 429)
+    expect(await c.post(f"{NS}/skills", content=zips.skill("more"), headers={**h, **ZIP}), 429)
+    archive = zips.skill("pdf-tools")
+    expect(await c.put(f"{NS}/skills/pdf-tools", content=archive, headers={**h, **ZIP}), 429)
+    expect(await c.post(f"{NS}/ghosts", json=ghost("more"), headers=h), 429)
+    expect(await c.post(f"{API}/apply", json=[ghost("more")], headers=h), 429)
 
 
 async def _search(c: httpx.AsyncClient, alice: Account, admin: Account) -> None:
@@ -488,6 +513,7 @@ async def test_every_documented_status_is_answered_with_its_documented_body(
     await _search(client, alice, admin)
     await _artifacts(client, app, alice, bob)
     await _plans(client, alice)
+    await _quotas(client, alice, admin)
     for method, url in _each_operation(contract):
         if url.startswith(API):
             assert_error(await client.request(method, url), 401, "missing_token")
@@ -496,6 +522,7 @@ async def test_every_documented_status_is_answered_with_its_documented_body(
             expect(await client.request(method, url, **big), 413)
     with dead_database(app, tmp_path):
         expect(await client.get("/readyz"), 503)
+        expect(await client.get("/metrics", headers=admin.headers), 503)
         for method, url in _each_operation(contract):
             if url.startswith(API):
                 response = await client.request(method, url, headers=alice.headers)

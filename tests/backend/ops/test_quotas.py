@@ -1,0 +1,200 @@
+"""Quotas: 429 naming the limit with Retry-After; shared by gateways through Redis."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+import redis.asyncio as aioredis
+from asgi_lifespan import LifespanManager
+from fastapi import FastAPI
+
+from backend.app import create_app
+from backend.chat.stream import STREAM
+from backend.config import Settings
+from backend.ops.quotas import QuotaExceeded
+from tests.backend.api.ghost_helpers import ghost
+from tests.backend.api.skill_helpers import upload
+from tests.backend.api.test_auth import assert_error
+from tests.backend.chat.conftest import LOOPBACK_ALLOW, ChatSetup, make_setup
+from tests.conftest import Account
+from tests.fake_openai_server import FakeOpenAIServer, Reply, ToolCall
+from tests.support import zips
+
+CONVERSATIONS = "/api/v1/conversations"
+GHOSTS = "/api/v1/namespaces/dev/ghosts"
+
+
+@pytest.fixture
+def settings(settings: Settings) -> Settings:
+    return settings.model_copy(update={"egress_allow": LOOPBACK_ALLOW})
+
+
+def assert_quota(response: httpx.Response, limit: str) -> None:
+    assert_error(response, 429, f"quota_{limit}")
+    assert 1 <= int(response.headers["retry-after"]) <= 86_400
+    assert response.json()["error"]["details"]["limit"] == limit
+
+
+async def set_quotas(
+    client: httpx.AsyncClient, admin: Account, user: Account, **limits: Any
+) -> dict[str, Any]:
+    response = await client.patch(
+        f"/api/v1/users/{user.id}", json={"quotas": limits}, headers=admin.headers
+    )
+    assert response.status_code == 200, response.text
+    quotas: dict[str, Any] = response.json()["quotas"]
+    return quotas
+
+
+async def test_admins_override_a_users_quotas_and_default_restores_the_setting(
+    client: httpx.AsyncClient, alice: Account, admin: Account, settings: Settings
+) -> None:
+    quotas = await set_quotas(client, admin, alice, conversations=1, ghosts=None)
+    assert quotas["conversations"] == 1 and quotas["ghosts"] is None
+    assert quotas["concurrent_turns"] == settings.quota_concurrent_turns  # carried, not set
+    assert (await client.post(GHOSTS, json=ghost("g"), headers=alice.headers)).status_code == 201
+    first = await client.post(CONVERSATIONS, json={"ghost": "dev/g"}, headers=alice.headers)
+    assert first.status_code == 201
+    second = await client.post(CONVERSATIONS, json={"ghost": "dev/g"}, headers=alice.headers)
+    assert_quota(second, "conversations")
+    quotas = await set_quotas(client, admin, alice, conversations="default", concurrent_turns=2)
+    assert quotas["conversations"] is None and quotas["concurrent_turns"] == 2
+    again = await client.post(CONVERSATIONS, json={"ghost": "dev/g"}, headers=alice.headers)
+    assert again.status_code == 201
+    bad = await client.patch(
+        f"/api/v1/users/{alice.id}", json={"quotas": {"skills": -1}}, headers=admin.headers
+    )
+    assert_error(bad, 422, "invalid_request")
+    unknown = await client.patch(
+        f"/api/v1/users/{alice.id}", json={"quotas": {"wishes": 3}}, headers=admin.headers
+    )
+    assert_error(unknown, 422, "invalid_request")
+
+
+async def test_stored_object_quotas_refuse_skills_ghosts_and_bytes_without_writing(
+    client: httpx.AsyncClient, alice: Account, bob: Account, admin: Account
+) -> None:
+    await set_quotas(client, admin, alice, skills=1, ghosts=1)
+    h = alice.headers
+    assert (await upload(client, h, zips.skill("one"))).status_code == 201
+    assert_quota(await upload(client, h, zips.skill("two")), "skills")
+    assert (await client.post(GHOSTS, json=ghost("a"), headers=h)).status_code == 201
+    assert_quota(await client.post(GHOSTS, json=ghost("b"), headers=h), "ghosts")
+    applied = await client.post("/api/v1/apply", json=[ghost("c")], headers=h)
+    assert_quota(applied, "ghosts")
+    listed = (await client.get(GHOSTS, headers=h)).json()["items"]
+    assert [g["metadata"]["name"] for g in listed] == ["a"]  # nothing of the refused written
+    # bob has no override: the same requests pass for him
+    assert (await upload(client, bob.headers, zips.skill("two"))).status_code == 201
+    archive = zips.skill("one", description="A longer description, so more bytes.")
+    await set_quotas(client, admin, alice, skill_bytes=len(archive))
+    replaced = await client.put(
+        "/api/v1/namespaces/dev/skills/one",
+        content=archive,
+        headers={**h, "Content-Type": "application/zip"},
+    )
+    assert_quota(replaced, "skill_bytes")
+
+
+async def test_a_turn_that_crosses_its_token_budget_stops_after_that_call_and_is_stored(
+    client: httpx.AsyncClient,
+    alice: Account,
+    admin: Account,
+    openai_server: FakeOpenAIServer,
+) -> None:
+    chat: ChatSetup = await make_setup(client, alice, openai_server)
+    await set_quotas(client, admin, alice, tokens_per_day=100)
+    cid = await chat.conversation(client)
+    load = Reply(tool_calls=[ToolCall("load_skill", {"skill_name": "pdf-tools"})])
+    load.prompt_tokens = 150
+    openai_server.script(load, Reply(text="never asked"))
+    answer = await client.post(
+        f"{CONVERSATIONS}/{cid}/messages", json={"content": "fill it"}, headers=alice.headers
+    )
+    assert answer.status_code == 200, answer.text
+    stored = answer.json()
+    assert stored["status"] == "error" and stored["error"]["code"] == "quota_exceeded"
+    assert stored["usage"]["prompt_tokens"] == 150  # the call that crossed it is counted
+    assert len(openai_server.requests) == 1  # the turn stopped before a second model call
+    listed = await client.get(f"{CONVERSATIONS}/{cid}/messages", headers=alice.headers)
+    assert listed.json()["items"][-1]["error"]["code"] == "quota_exceeded"
+    refused = await client.post(
+        f"{CONVERSATIONS}/{cid}/messages", json={"content": "more"}, headers=alice.headers
+    )
+    assert_quota(refused, "tokens_per_day")
+
+
+# --- two gateways, one Redis -------------------------------------------------------------------
+
+
+@pytest.fixture
+async def clean_redis(redis_url: str) -> AsyncIterator[aioredis.Redis]:
+    redis = aioredis.Redis.from_url(redis_url)
+
+    async def clean() -> None:
+        keys = [k async for k in redis.scan_iter("skillhive:quota:*")]
+        await redis.delete(STREAM, *keys)
+
+    await clean()
+    try:
+        yield redis
+    finally:
+        await clean()
+        await redis.aclose()
+
+
+@pytest.fixture
+async def gateways(
+    settings: Settings, redis_url: str, clean_redis: aioredis.Redis
+) -> AsyncIterator[tuple[FastAPI, FastAPI]]:
+    shared = settings.model_copy(update={"redis_url": redis_url, "quota_turns_per_minute": 2})
+    first, second = create_app(shared), create_app(shared)
+    async with LifespanManager(first), LifespanManager(second):
+        yield first, second
+
+
+async def _conversation(app: FastAPI, account: Account) -> str:
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://gw") as c:
+        if (await c.get(f"{GHOSTS}/g", headers=account.headers)).status_code == 404:
+            await c.post(GHOSTS, json=ghost("g"), headers=account.headers)
+        created = await c.post(CONVERSATIONS, json={"ghost": "dev/g"}, headers=account.headers)
+        assert created.status_code == 201, created.text
+        return str(created.json()["id"])
+
+
+async def _account(app: FastAPI, name: str) -> Account:
+    from backend.auth import service as auth_service
+
+    async with app.state.sessionmaker() as session:
+        user = await auth_service.create_user(session, name)
+        issued = await auth_service.issue_token(session, user, "t")
+        await session.commit()
+    return Account(id=user.id, name=name, token=issued.secret)
+
+
+async def test_two_gateways_share_one_turns_per_minute_quota_and_other_users_go_on(
+    gateways: tuple[FastAPI, FastAPI],
+) -> None:
+    first, second = gateways
+    alice, bob = await _account(first, "alice"), await _account(first, "bob")
+    chats = [await _conversation(first, alice) for _ in range(3)]
+    # Turns are queued on the stream (no worker here): admission is all this test is about.
+    await first.state.chat.send(alice.id, chats[0], "one")
+    await second.state.chat.send(alice.id, chats[1], "two")
+    with pytest.raises(QuotaExceeded) as refused:
+        await first.state.chat.send(alice.id, chats[2], "three")
+    assert refused.value.code == "quota_turns_per_minute"
+    transport = httpx.ASGITransport(app=second)
+    async with httpx.AsyncClient(transport=transport, base_url="http://gw") as c:
+        response = await c.post(
+            f"{CONVERSATIONS}/{chats[2]}/messages", json={"content": "x"}, headers=alice.headers
+        )
+    assert_quota(response, "turns_per_minute")
+    # bob is not held back by alice's limit, on either gateway
+    bobs = [await _conversation(second, bob) for _ in range(2)]
+    await first.state.chat.send(bob.id, bobs[0], "hi")
+    await second.state.chat.send(bob.id, bobs[1], "hi")
