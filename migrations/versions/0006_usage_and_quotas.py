@@ -1,7 +1,7 @@
 """usage and quotas: `usage_records` (one row per model call) and `user_quotas` (overrides)
 
-Revision ID: 0008
-Revises: 0004 (re-chained at merge)
+Revision ID: 0006
+Revises: 0005
 Create Date: 2026-11-23
 """
 
@@ -10,8 +10,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0008"
-down_revision: str | None = "0004"
+revision: str = "0006"
+down_revision: str | None = "0005"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
