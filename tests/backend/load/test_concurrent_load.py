@@ -1,9 +1,10 @@
-"""Load, together on one live gateway with a small pool: 64 concurrent JSON chats, 200 concurrent
+"""Load, together on one live gateway with the default pool: 64 concurrent JSON chats, 200 concurrent
 SSE chats, 16 uploads trickling their last bytes, and a user polling `/me`. No answer may be a
 5xx, every answer must be stored, and `/me` keeps its p99 under a second.
 
-The pool has 4 (+4 overflow) connections: a request that kept its connection through a turn, an
-SSE stream or a slow body would exhaust it within the first dozen requests.
+The pool has its default 10 (+10 overflow) connections: a request that kept its connection
+through a turn, an SSE stream or a slow body would exhaust it within the first twenty requests.
+(`test_bounded_resources.py` checks directly that none is checked out meanwhile.)
 """
 
 from __future__ import annotations
@@ -49,7 +50,6 @@ def server_url(database_url: str, tmp_path: Path) -> Iterator[str]:
         "",  # embedded mode: turns run in the gateway
         tmp_path / "data",
         SKILLHIVE_BOOTSTRAP_ADMIN_TOKEN=ADMIN_TOKEN,
-        SKILLHIVE_DATABASE_POOL_SIZE=4,
         SKILLHIVE_DATABASE_POOL_TIMEOUT=30,
         INSTANT_GATEWAY_DELAY_S=MODEL_DELAY_S,
     )
