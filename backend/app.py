@@ -38,6 +38,7 @@ from backend.redis_client import create_redis
 from backend.secrets.cipher import load_cipher
 from backend.skills.builtin import sync_builtin_skills
 from backend.ws.chat_namespace import ChatNamespace
+from backend.ws.rooms import SocketIORooms
 from backend.ws.server import socketio_server
 
 log = logging.getLogger("skillhive")
@@ -90,7 +91,7 @@ def create_app(
     settings = settings or get_settings()
     sio = socketio_server(settings)
     sandbox = create_sandbox(settings)
-    runtime = ChatRuntime(settings, sio, model=chat_model, sandbox=sandbox)
+    runtime = ChatRuntime(settings, model=chat_model, sandbox=sandbox)
     sio.register_namespace(ChatNamespace(runtime, sio.live_auth))
 
     @asynccontextmanager
@@ -107,7 +108,12 @@ def create_app(
         try:
             await bootstrap_admin(settings, app.state.sessionmaker)
             await sync_builtin_skills(app.state.sessionmaker, settings)
-            runtime.start(app.state.sessionmaker, app.state.cipher, app.state.redis)
+            await runtime.start(
+                app.state.sessionmaker,
+                app.state.cipher,
+                app.state.redis,
+                listeners=[SocketIORooms(sio).deliver],
+            )
             sio.live_auth.start(app.state.sessionmaker, app.state.redis)
             yield
         finally:

@@ -146,6 +146,45 @@ class Settings(BaseSettings):
         description="A turn whose worker stopped heartbeating for this long is run again "
         "by another worker.",
     )
+    worker_user_slots: int = Field(
+        4,
+        ge=1,
+        le=1000,
+        description="Turns of one user a `skillhive worker` runs at once; the user's further "
+        "turns wait in the worker while other users' turns take the free slots.",
+    )
+    turn_lock_ttl_s: int = Field(
+        120,
+        ge=5,
+        description="Seconds a conversation's claim outlives its last renewal (Redis mode); "
+        "workers renew it while the turn runs.",
+    )
+    worker_drain_s: float = Field(
+        30.0,
+        ge=0,
+        description="On SIGTERM a worker lets running turns finish this long; the rest are "
+        "reclaimed by another worker.",
+    )
+    redis_prefix: str = Field(
+        "skillhive:",
+        min_length=1,
+        max_length=64,
+        description="Prefix of the turn pipeline's Redis keys and channels (stream, claims, "
+        "leases, events, pending browser requests).",
+    )
+    turn_deadline_s: float = Field(
+        300.0, gt=0, description="A turn running longer ends with `turn_timeout` (stored)."
+    )
+    model_timeout_s: float = Field(
+        600.0, gt=0, description="Seconds the model client waits for one model call."
+    )
+    model_max_retries: int = Field(
+        2,
+        ge=0,
+        le=10,
+        description="Retries of a failed call to the server's model endpoint (tenant "
+        "endpoints are never retried).",
+    )
     package_cache_bytes: int = Field(
         64 * MiB, ge=0, description="Memory for skill packages cached by hash (tool providers)."
     )

@@ -31,6 +31,10 @@ class ModelSettings(_Model):
     # The operator's endpoint (or an admin's public Ghost): bypasses the egress policy. A
     # tenant-chosen `base_url` is reached only through `TurnRequest.egress`.
     trusted: bool = False
+    # The client's wait for one model call, and retries on the trusted endpoint (a tenant's
+    # endpoint is never retried). The host sets both from its settings.
+    timeout_s: float = Field(default=600.0, gt=0)
+    max_retries: int = Field(default=2, ge=0)
 
 
 class ToolDeclaration(_Model):

@@ -120,6 +120,8 @@ def model_settings(
         temperature=ghost_model.get("temperature"),
         max_tokens=max_tokens,
         trusted=not own_endpoint or ghost_is_public,
+        timeout_s=settings.model_timeout_s,
+        max_retries=settings.model_max_retries,
     )
 
 

@@ -1,37 +1,26 @@
-"""The chat machinery of one gateway process, wired once at start-up.
+"""The chat machinery of one gateway process, built at start-up by the composition root
+(`backend/chat/composition.py`).
 
-Embedded mode (no Redis): turns run in this process, events fan out in memory and to the local
-Socket.IO server, browser requests wait in memory. Scale-out mode (`SKILLHIVE_REDIS_URL`): turns
-go to `skillhive worker` processes through a Redis Stream, events come back over Redis pub/sub
-(SSE) and through Socket.IO's Redis manager (rooms on every gateway), and `skill:response`
-answers reach the waiting worker through the Redis registry. REST and Socket.IO both send
-through `ChatRuntime.send`.
+Embedded mode (no Redis): turns run in this process through a `LocalTransport`. Scale-out mode
+(`SKILLHIVE_REDIS_URL`): a `RedisTransport` submits turns to `skillhive worker` processes and
+brings their envelopes back on one channel. The edges (SSE, Socket.IO rooms) listen to the
+transport; REST and Socket.IO both send through `ChatRuntime.send`.
 """
 
 from __future__ import annotations
 
 import redis.asyncio as aioredis
-import socketio
 from cryptography.fernet import Fernet
 from langchain_core.language_models import BaseChatModel
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from backend.chat import conversations
-from backend.chat.dispatch import InProcessDispatcher, TurnDispatcher
-from backend.chat.events import EventBus, InMemoryEventBus
-from backend.chat.packages import DatabasePackageSource
-from backend.chat.redis_bus import RedisEventBus
-from backend.chat.sandbox import sandbox_access
-from backend.chat.stream import RedisStreamDispatcher
+from backend.chat.composition import TurnMachinery, build_gateway
+from backend.chat.transport import TurnTransport
+from backend.chat.transport.base import Listener
 from backend.chat.turns import TurnRunner
 from backend.config import Settings
-from backend.ws.rooms import SocketIOFrontendChannel, SocketIOSink
 from chat_shell.sandbox import BubblewrapSandbox
-from chat_shell.tools.pending_requests import (
-    InMemoryPendingRequestRegistry,
-    PendingRequestRegistry,
-    RedisPendingRequestRegistry,
-)
 
 DEFAULT_TITLE = "New conversation"
 
@@ -40,48 +29,32 @@ class ChatRuntime:
     def __init__(
         self,
         settings: Settings,
-        sio: socketio.AsyncServer,
         *,
         model: BaseChatModel | None = None,
         sandbox: BubblewrapSandbox | None = None,
     ) -> None:
         self.settings = settings
-        self.sio = sio
         self.model = model
         self.sandbox = sandbox  # embedded turns run skill scripts here
         self._sessionmaker: async_sessionmaker[AsyncSession] | None = None
-        self._bus: EventBus | None = None
-        self._dispatcher: TurnDispatcher | None = None
-        self._registry: PendingRequestRegistry | None = None
+        self._machinery: TurnMachinery | None = None
 
-    def start(
+    async def start(
         self,
         sessionmaker: async_sessionmaker[AsyncSession],
         cipher: Fernet,
         redis: aioredis.Redis | None,
+        *,
+        listeners: list[Listener] | None = None,
     ) -> None:
+        """Build the machinery; `listeners` hear every envelope this gateway receives."""
         self._sessionmaker = sessionmaker
-        frontend = SocketIOFrontendChannel(self.sio)
-        if redis is not None:
-            self._bus = RedisEventBus(redis)
-            self._dispatcher = RedisStreamDispatcher(redis)
-            self._registry = RedisPendingRequestRegistry(redis, frontend)  # resolve() only here
-            return
-        bus = InMemoryEventBus()
-        self._registry = InMemoryPendingRequestRegistry(frontend)
-        runner = TurnRunner(
-            sessionmaker=sessionmaker,
-            settings=self.settings,
-            cipher=cipher,
-            package_source=DatabasePackageSource.from_settings(sessionmaker, self.settings),
-            frontend=frontend,
-            sinks=[bus, SocketIOSink(self.sio)],
-            pending_requests=self._registry,
-            model=self.model,
-            sandbox=sandbox_access(self.sandbox, self.settings) if self.sandbox else None,
+        self._machinery = build_gateway(
+            self.settings, sessionmaker, cipher, redis, model=self.model, sandbox=self.sandbox
         )
-        self._bus = bus
-        self._dispatcher = InProcessDispatcher(runner)
+        for listener in listeners or []:
+            self._machinery.transport.listen(listener)
+        await self._machinery.transport.start()
 
     @property
     def sessionmaker(self) -> async_sessionmaker[AsyncSession]:
@@ -89,19 +62,14 @@ class ChatRuntime:
         return self._sessionmaker
 
     @property
-    def bus(self) -> EventBus:
-        assert self._bus is not None, "ChatRuntime.start() runs in the app lifespan"
-        return self._bus
+    def transport(self) -> TurnTransport:
+        assert self._machinery is not None, "ChatRuntime.start() runs in the app lifespan"
+        return self._machinery.transport
 
     @property
-    def dispatcher(self) -> TurnDispatcher:
-        assert self._dispatcher is not None, "ChatRuntime.start() runs in the app lifespan"
-        return self._dispatcher
-
-    @property
-    def registry(self) -> PendingRequestRegistry:
-        assert self._registry is not None, "ChatRuntime.start() runs in the app lifespan"
-        return self._registry
+    def runner(self) -> TurnRunner | None:
+        """The gateway's own runner (embedded mode); None when workers run the turns."""
+        return self._machinery.runner if self._machinery is not None else None
 
     async def send(self, user_id: int, conversation_id: str, content: str) -> int:
         """Store the user's message and start the turn; 404 unless the conversation is the
@@ -120,8 +88,8 @@ class ChatRuntime:
                 await session.commit()
                 return message.id
 
-        return await self.dispatcher.submit(conversation_id, store)
+        return await self.transport.submit(conversation_id, user_id, store)
 
     async def aclose(self) -> None:
-        if self._dispatcher is not None:
-            await self._dispatcher.aclose()
+        if self._machinery is not None:
+            await self._machinery.transport.aclose()

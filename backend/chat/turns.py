@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,7 +20,8 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from backend.chat import conversations
 from backend.chat.builder import TurnInputs, build_turn_request, needs_secrets, wanted_skills
 from backend.chat.catalog import GhostSkillDirectory, SkillSpecCache, turn_skills
-from backend.chat.events import EventData, EventSink, message_json
+from backend.chat.transport.base import TransportFrontend, TurnTransport
+from backend.chat.transport.envelope import StoredMessage, TurnEnded, TurnEvent
 from backend.config import Settings
 from backend.db.models import Message
 from backend.errors import SkillhiveError, Unauthorized
@@ -29,8 +30,7 @@ from backend.secrets import service as secrets
 from chat_shell.agent.runner import run_turn
 from chat_shell.contracts import ErrorEvent, Event, TurnRequest
 from chat_shell.errors import ChatShellError
-from chat_shell.ports import FrontendChannel, PackageSource, SkillDirectory
-from chat_shell.tools.pending_requests import PendingRequestRegistry
+from chat_shell.ports import PackageSource, SkillDirectory
 from chat_shell.tools.sandbox import SandboxAccess
 
 log = logging.getLogger("skillhive.chat")
@@ -62,14 +62,6 @@ class _Progress:
             self.usage["completion_tokens"] += event.completion_tokens
 
 
-def _terminal(event: EventData, reply: Message | None) -> EventData:
-    """`done`/`error` carry the stored answer as `reply`; `done` also as `message` (its wire
-    name), while an error's `message` stays the error text."""
-    stored = message_json(reply) if reply is not None else None
-    extra = {"reply": stored, "message": stored} if event["type"] == "done" else {"reply": stored}
-    return {**event, **extra}
-
-
 async def _call(release: Release | None) -> None:
     if release is None:
         return
@@ -87,9 +79,7 @@ class TurnRunner:
         settings: Settings,
         cipher: Fernet,
         package_source: PackageSource,
-        frontend: FrontendChannel,
-        sinks: Sequence[EventSink],
-        pending_requests: PendingRequestRegistry | None = None,
+        transport: TurnTransport,
         model: BaseChatModel | None = None,
         sandbox: SandboxAccess | None = None,
     ) -> None:
@@ -97,9 +87,8 @@ class TurnRunner:
         self.settings = settings
         self.cipher = cipher
         self.package_source = package_source
-        self.frontend = frontend
-        self.sinks = list(sinks)
-        self.pending_requests = pending_requests  # skill tools that ask the browser wait here
+        self.transport = transport  # where events go; its registry holds browser requests
+        self.frontend = TransportFrontend(transport)
         # Turns asked to stop. Checked after every event as well as cancelling the task:
         # redis-py can swallow a task cancellation that lands while a Redis call completes.
         self._cancel_requested: set[int] = set()
@@ -107,15 +96,11 @@ class TurnRunner:
         self.sandbox = sandbox  # where skill_run runs; None: the tool is not offered
         self.skill_specs = SkillSpecCache()
 
-    async def _emit(self, conversation_id: str, turn: int, event: EventData) -> None:
-        # `turn` (the user message answered) lets a listener tell this turn's events from a
-        # re-announcement of an earlier one (a retried turn after a worker or Redis restart).
-        event = {**event, "conversation_id": conversation_id, "turn": turn}
-        for sink in self.sinks:
-            try:
-                await sink.emit(conversation_id, event)
-            except Exception:  # a broken listener must not break the turn
-                log.exception("event sink %r failed", sink)
+    async def _publish(self, envelope: TurnEvent | TurnEnded) -> None:
+        try:
+            await self.transport.publish(envelope)
+        except Exception:  # a lost event must not break the turn
+            log.exception("publishing an event of conversation %s failed", envelope.conversation_id)
 
     def request_cancel(self, message_id: int) -> None:
         """Stop the turn answering `message_id` (the caller also cancels its task)."""
@@ -179,36 +164,31 @@ class TurnRunner:
         self, conversation_id: str, message_id: int, *, release: Release | None = None
     ) -> Message | None:
         """Run the turn and store its answer. `release` frees the conversation for the next
-        send; it runs after the answer is stored and before `done`/`error` is announced, so a
-        client reacting to that event can send at once. None when the answer could not be
-        stored (e.g. the conversation was deleted meanwhile): the turn is over, not retried."""
+        send; it runs after the answer is stored and before the end is announced, so a client
+        reacting to it can send at once. None when the answer could not be stored (e.g. the
+        conversation was deleted meanwhile): the turn is over, not retried. A turn running past
+        `turn_deadline_s` ends with `turn_timeout`."""
         progress = _Progress()
         outcome: Event | None = None
+        deadline = asyncio.timeout(self.settings.turn_deadline_s)
         try:
-            prepared = await self.prepare(conversation_id, message_id)
-            if isinstance(prepared, Message):  # a retry of a finished turn: announce it only
-                self._cancel_requested.discard(message_id)
-                await _call(release)
-                await self._emit(conversation_id, message_id, _terminal({"type": "done"}, prepared))
-                return prepared
-            turn = run_turn(
-                prepared.request,
-                skills=prepared.directory,
-                package_source=self.package_source,
-                frontend=self.frontend,
-                model=self.model,
-                pending_requests=self.pending_requests,
-                sandbox=self.sandbox,
-            )
-            async with aclosing(turn) as events:
-                async for event in events:
-                    if message_id in self._cancel_requested:
-                        raise asyncio.CancelledError
-                    if event.type in ("done", "error"):
-                        outcome = event
-                        break
-                    progress.add(event)
-                    await self._emit(conversation_id, message_id, event.model_dump(mode="json"))
+            async with deadline:
+                prepared = await self.prepare(conversation_id, message_id)
+                if isinstance(prepared, Message):  # a retry of a finished turn: announce it
+                    self._cancel_requested.discard(message_id)
+                    await _call(release)
+                    await self._end(conversation_id, message_id, None, prepared)
+                    return prepared
+                outcome = await self._stream(conversation_id, message_id, prepared, progress)
+        except TimeoutError:
+            if deadline.expired():
+                limit = self.settings.turn_deadline_s
+                outcome = ErrorEvent(
+                    code="turn_timeout", message=f"the turn ran past its deadline of {limit:g} s"
+                )
+            else:  # not ours: something inside gave up
+                log.exception("turn of conversation %s failed", conversation_id)
+                outcome = ErrorEvent(code="internal_error", message="TimeoutError")
         except asyncio.CancelledError:
             outcome = ErrorEvent(code="cancelled", message="the turn was cancelled")
         except (SkillhiveError, ChatShellError) as exc:
@@ -217,7 +197,9 @@ class TurnRunner:
             log.exception("turn of conversation %s failed", conversation_id)
             outcome = ErrorEvent(code="internal_error", message=type(exc).__name__)
         self._cancel_requested.discard(message_id)
-        final = outcome.model_dump(mode="json") if outcome is not None else {"type": "error"}
+        error = outcome if isinstance(outcome, ErrorEvent) else None
+        if outcome is None:
+            error = ErrorEvent(code="internal_error", message="turn failed")
         try:
             message: Message | None = await self._persist(
                 conversation_id, message_id, outcome, progress
@@ -225,10 +207,47 @@ class TurnRunner:
         except Exception:
             log.exception("the answer to message %s could not be stored", message_id)
             message = None
-            final = {"type": "error", "code": "turn_not_stored", "message": "not stored"}
+            error = ErrorEvent(code="turn_not_stored", message="not stored")
         await _call(release)
-        await self._emit(conversation_id, message_id, _terminal(final, message))
+        await self._end(conversation_id, message_id, error, message)
         return message
+
+    async def _stream(
+        self, conversation_id: str, message_id: int, prepared: PreparedTurn, progress: _Progress
+    ) -> Event | None:
+        """Run chat_shell's turn, publishing its progress; its `done` or `error`."""
+        turn = run_turn(
+            prepared.request,
+            skills=prepared.directory,
+            package_source=self.package_source,
+            frontend=self.frontend,
+            model=self.model,
+            pending_requests=self.transport.registry,
+            sandbox=self.sandbox,
+        )
+        async with aclosing(turn) as events:
+            async for event in events:
+                if message_id in self._cancel_requested:
+                    raise asyncio.CancelledError
+                if event.type in ("done", "error"):
+                    return event
+                progress.add(event)
+                await self._publish(
+                    TurnEvent(conversation_id=conversation_id, message_id=message_id, event=event)
+                )
+        return None
+
+    async def _end(
+        self, conversation_id: str, message_id: int, error: ErrorEvent | None, reply: Message | None
+    ) -> None:
+        await self._publish(
+            TurnEnded(
+                conversation_id=conversation_id,
+                message_id=message_id,
+                error=error,
+                reply=StoredMessage.of(reply) if reply is not None else None,
+            )
+        )
 
     async def _persist(
         self, conversation_id: str, message_id: int, outcome: Event | None, progress: _Progress

@@ -127,14 +127,14 @@ class ChatNamespace(socketio.AsyncNamespace):  # type: ignore[misc]
         _, payload = await self._owned(sid, data)
         return {
             "ok": True,
-            "cancelled": await self.runtime.dispatcher.cancel(payload.conversation_id),
+            "cancelled": await self.runtime.transport.cancel(payload.conversation_id),
         }
 
     async def on_skill_response(self, sid: str, data: Any = None) -> dict[str, Any]:
         """The browser's answer to a `skill:request`; only the request's user can resolve it,
         once. The ack carries the outcome: resolved | not_found | already_resolved | expired."""
         payload = _parse(_SkillResponse, data)
-        outcome = await self.runtime.registry.resolve(
+        outcome = await self.runtime.transport.registry.resolve(
             await self._user_id(sid),
             payload.request_id,
             payload.success,
