@@ -180,12 +180,11 @@ class TurnRunner:
                     await self._end(conversation_id, message_id, None, prepared)
                     return prepared
                 outcome = await self._stream(conversation_id, message_id, prepared, progress)
+            if deadline.expired():  # chat_shell turned the deadline's cancellation into an event
+                outcome = self._timed_out()
         except TimeoutError:
             if deadline.expired():
-                limit = self.settings.turn_deadline_s
-                outcome = ErrorEvent(
-                    code="turn_timeout", message=f"the turn ran past its deadline of {limit:g} s"
-                )
+                outcome = self._timed_out()
             else:  # not ours: something inside gave up
                 log.exception("turn of conversation %s failed", conversation_id)
                 outcome = ErrorEvent(code="internal_error", message="TimeoutError")
@@ -211,6 +210,12 @@ class TurnRunner:
         await _call(release)
         await self._end(conversation_id, message_id, error, message)
         return message
+
+    def _timed_out(self) -> ErrorEvent:
+        limit = self.settings.turn_deadline_s
+        return ErrorEvent(
+            code="turn_timeout", message=f"the turn ran past its deadline of {limit:g} s"
+        )
 
     async def _stream(
         self, conversation_id: str, message_id: int, prepared: PreparedTurn, progress: _Progress
