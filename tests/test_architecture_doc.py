@@ -205,7 +205,7 @@ def test_the_checks_see_most_of_what_the_doc_cites() -> None:
     ],
 )
 def test_a_name_the_code_does_not_have_is_reported(name: str) -> None:
-    assert unknown_names(f"see `{name}` and `backend/chat/stream.py`") == [name]
+    assert unknown_names(f"see `{name}` and `backend/chat/turns.py`") == [name]
 
 
 def test_a_wrong_data_model_row_is_reported() -> None:
@@ -235,8 +235,7 @@ def _backend_imports(path: Path) -> set[str]:
 EDGES = {"app", "cli", "worker", "api", "ws"}
 DOMAIN = {"auth", "skills", "ghosts", "secrets", "chat"}
 STORAGE = {"kinds", "db", "crd"}
-# The one outward import the doc names: turns emit into Socket.IO rooms wherever they run.
-ALLOWED = {"backend.ws.rooms"}
+ALLOWED: set[str] = set()  # no outward import: turns publish to their transport
 
 
 @pytest.mark.parametrize(
