@@ -153,6 +153,27 @@ class Settings(BaseSettings):
         description="Turns of one user a `skillhive worker` runs at once; the user's further "
         "turns wait in the worker while other users' turns take the free slots.",
     )
+    history_messages: int = Field(
+        100, ge=1, le=10_000, description="The newest messages of a conversation a turn sees."
+    )
+    retention_turns: int = Field(
+        5,
+        ge=0,
+        description="User turns a loaded skill stays in context after its last use; a Ghost's "
+        "`retentionTurns` overrides it.",
+    )
+    loaded_skills_token_budget: int = Field(
+        8000, ge=1, description="Tokens the instructions of loaded skills may take in a prompt."
+    )
+    recursion_limit: int = Field(
+        50, ge=2, le=1000, description="Agent steps (model and tool calls) one turn may take."
+    )
+    mcp_connect_timeout_s: float = Field(
+        30.0,
+        gt=0,
+        description="Seconds an MCP server may take to connect (unless its config says).",
+    )
+    mcp_call_timeout_s: float = Field(60.0, gt=0, description="Seconds one MCP tool call may take.")
     turn_lock_ttl_s: int = Field(
         120,
         ge=5,

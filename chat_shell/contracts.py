@@ -164,6 +164,9 @@ class TurnRequest(_Model):
     retention_turns: int = Field(default=5, ge=0)
     loaded_skills_token_budget: int = Field(default=8000, gt=0)
     recursion_limit: int = Field(default=50, ge=2)
+    # MCP servers: how long one may take to connect (unless its config says), one tool call.
+    mcp_connect_timeout_s: float = Field(default=30.0, gt=0)
+    mcp_call_timeout_s: float = Field(default=60.0, gt=0)
     # The most bytes of a skill file one read_skill_file call returns.
     skill_file_read_bytes: int = Field(default=32 * 1024, gt=0)
     # The 0-based index of this user turn; None counts the user messages in `history`. Set it

@@ -30,8 +30,6 @@ from chat_shell.models import OFFLINE_MODEL
 from chat_shell.skills.active import last_loaded_records
 from chat_shell.tools.mcp import McpServerConfig, merge_mcp_servers, parse_mcp_servers
 
-DEFAULT_RETENTION_TURNS = 5
-
 
 @dataclass(frozen=True)
 class TurnInputs:
@@ -160,9 +158,9 @@ def needs_secrets(
     return any(SECRET_MARKER in json.dumps(c) for c in configs if c)
 
 
-def retention_turns(ghost: Mapping[str, Any]) -> int:
+def retention_turns(ghost: Mapping[str, Any], settings: Settings) -> int:
     retention = ghost["spec"].get("retentionTurns")
-    return DEFAULT_RETENTION_TURNS if retention is None else int(retention)
+    return settings.retention_turns if retention is None else int(retention)
 
 
 def turn_index(user_turns_before: int, messages: Sequence[Message]) -> int:
@@ -170,11 +168,14 @@ def turn_index(user_turns_before: int, messages: Sequence[Message]) -> int:
 
 
 def wanted_skills(
-    ghost: Mapping[str, Any], messages: Sequence[Message], user_turns_before: int
+    ghost: Mapping[str, Any],
+    messages: Sequence[Message],
+    user_turns_before: int,
+    settings: Settings,
 ) -> list[str]:
     """The skills a turn starts with: the preloaded ones and those still retained from history."""
     turn = turn_index(user_turns_before, messages)
-    retention = retention_turns(ghost)
+    retention = retention_turns(ghost, settings)
     recent = [
         r.name
         for r in last_loaded_records(history(messages))
@@ -212,7 +213,11 @@ def build_turn_request(inputs: TurnInputs, settings: Settings) -> TurnRequest:
         mcp_servers=ghost_servers(inputs, settings),
         history=history(inputs.history),
         user_message=inputs.user_message,
-        retention_turns=retention_turns(inputs.ghost),
+        retention_turns=retention_turns(inputs.ghost, settings),
+        loaded_skills_token_budget=settings.loaded_skills_token_budget,
+        recursion_limit=settings.recursion_limit,
+        mcp_connect_timeout_s=settings.mcp_connect_timeout_s,
+        mcp_call_timeout_s=settings.mcp_call_timeout_s,
         skill_file_read_bytes=settings.skill_file_read_bytes,
         turn_index=turn_index(inputs.user_turns_before, inputs.history),
         context=SubstitutionContext(

@@ -109,7 +109,9 @@ class TurnRunner:
     async def prepare(self, conversation_id: str, message_id: int) -> PreparedTurn | Message:
         """The turn's request, or the stored answer when this turn already ran (a retry)."""
         async with self.sessionmaker() as session:
-            window = await conversations.turn_window(session, conversation_id, message_id)
+            window = await conversations.turn_window(
+                session, conversation_id, message_id, history=self.settings.history_messages
+            )
             if window.reply is not None:
                 return window.reply
             if window.user_message is None:
@@ -126,7 +128,9 @@ class TurnRunner:
                 self.skill_specs,
                 budget_tokens=self.settings.catalog_budget_tokens if budget is None else budget,
                 message=window.user_message.content,
-                wanted=wanted_skills(ghost, window.history, window.user_turns_before),
+                wanted=wanted_skills(
+                    ghost, window.history, window.user_turns_before, self.settings
+                ),
                 threshold=self.settings.skill_search_threshold,
             )
             preloads = ghost["spec"].get("preloadSkills", [])

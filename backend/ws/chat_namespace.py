@@ -22,8 +22,6 @@ from backend.ws.rooms import NAMESPACE, conversation_room, user_room
 
 log = logging.getLogger("skillhive.ws")
 
-MAX_CONTENT = 100_000
-
 
 class _ConversationRef(BaseModel):
     conversation_id: str = Field(min_length=1, max_length=64)
@@ -37,7 +35,7 @@ class _SkillResponse(BaseModel):
 
 
 class _Send(_ConversationRef):
-    content: str = Field(min_length=1, max_length=MAX_CONTENT)
+    content: str = Field(min_length=1, max_length=conversations.MAX_MESSAGE_CHARS)
 
 
 def _error(exc: SkillhiveError) -> dict[str, Any]:

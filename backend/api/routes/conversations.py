@@ -22,8 +22,6 @@ from backend.ghosts.resolve import resolve_ghost
 
 router = APIRouter(prefix="/conversations", tags=["conversations"])
 
-MAX_CONTENT = 100_000
-
 
 class ConversationCreate(BaseModel):
     ghost: str = Field(min_length=3, max_length=140, description='"ns/name" or "public/name"')
@@ -46,7 +44,7 @@ class ConversationList(BaseModel):
 
 
 class MessageIn(BaseModel):
-    content: str = Field(min_length=1, max_length=MAX_CONTENT)
+    content: str = Field(min_length=1, max_length=conversations.MAX_MESSAGE_CHARS)
 
 
 class MessageOut(BaseModel):
