@@ -13,8 +13,8 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 from pydantic import Field, SecretStr, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from chat_shell.net.egress import EgressPolicy
-from chat_shell.packages.limits import DEFAULT_ARCHIVE_LIMITS as _ARCHIVE
+from chat_shell import DEFAULT_ARCHIVE_LIMITS as _ARCHIVE
+from chat_shell import EgressPolicy
 
 ENV_PREFIX = "SKILLHIVE_"
 

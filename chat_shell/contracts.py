@@ -21,7 +21,9 @@ class _Model(BaseModel):
 
 
 class ModelSettings(_Model):
-    """Which LLM answers the turn. `name == "offline"` selects the built-in offline model."""
+    """Which LLM answers the turn. `name == "offline"` selects the built-in offline model.
+
+    Resolved by the host: a real key, not a secret's name (the host's Ghost CRD says that)."""
 
     name: str = "offline"
     base_url: str | None = None
@@ -38,7 +40,8 @@ class ModelSettings(_Model):
 
 
 class ToolDeclaration(_Model):
-    """A tool a skill declares; `provider` names the `SkillToolProvider` that creates it."""
+    """A tool a skill declares; `provider` names the `SkillToolProvider` that creates it (always
+    set here: the host fills in the default from its stored skill definition)."""
 
     name: str
     provider: str
@@ -60,7 +63,8 @@ class SkillFileInfo(_Model):
 
 
 class SkillSpec(_Model):
-    """One skill the Ghost may use, as stored: metadata, instructions and tool wiring."""
+    """One skill as a turn sees it: metadata, instructions and tool wiring. The host stores more
+    about a skill (labels, versions, shells); this is only what the engine needs."""
 
     name: str = Field(min_length=1)
     description: str = ""

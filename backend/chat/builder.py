@@ -16,19 +16,21 @@ from pydantic import SecretStr
 from backend.config import Settings
 from backend.db.models import Message
 from backend.errors import InvalidRequest
-from chat_shell.contracts import (
+from chat_shell import (
+    OFFLINE_MODEL,
     CatalogEntry,
     HistoryMessage,
+    McpServerConfig,
     ModelSettings,
     SkillErrorEvent,
     SkillSpec,
     SubstitutionContext,
     TurnRequest,
     UserRef,
+    last_loaded_records,
+    merge_mcp_servers,
+    parse_mcp_servers,
 )
-from chat_shell.models import OFFLINE_MODEL
-from chat_shell.skills.active import last_loaded_records
-from chat_shell.tools.mcp import McpServerConfig, merge_mcp_servers, parse_mcp_servers
 
 
 @dataclass(frozen=True)

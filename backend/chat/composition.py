@@ -19,7 +19,7 @@ from backend.chat.sandbox import sandbox_access
 from backend.chat.transport import LocalTransport, RedisKeys, RedisTransport, TurnTransport
 from backend.chat.turns import TurnRunner
 from backend.config import Settings
-from chat_shell.sandbox import BubblewrapSandbox
+from chat_shell import BubblewrapSandbox
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from backend.chat.transport import TurnTransport
 from backend.chat.transport.base import Listener
 from backend.chat.turns import TurnRunner
 from backend.config import Settings
-from chat_shell.sandbox import BubblewrapSandbox
+from chat_shell import BubblewrapSandbox
 
 DEFAULT_TITLE = "New conversation"
 

@@ -27,11 +27,16 @@ from backend.db.models import Message
 from backend.errors import SkillhiveError, Unauthorized
 from backend.ghosts.resolve import ghost_skills, resolve_ghost, resolve_skills
 from backend.secrets import service as secrets
-from chat_shell.agent.runner import run_turn
-from chat_shell.contracts import ErrorEvent, Event, TurnRequest
-from chat_shell.errors import ChatShellError
-from chat_shell.ports import PackageSource, SkillDirectory
-from chat_shell.tools.sandbox import SandboxAccess
+from chat_shell import (
+    ChatShellError,
+    ErrorEvent,
+    Event,
+    PackageSource,
+    SandboxAccess,
+    SkillDirectory,
+    TurnRequest,
+    run_turn,
+)
 
 log = logging.getLogger("skillhive.chat")
 

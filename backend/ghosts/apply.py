@@ -24,7 +24,7 @@ from backend.ghosts import PUBLIC_GHOSTS, PUBLIC_NAMESPACE, service
 from backend.ghosts.status import served_many
 from backend.ghosts.validation import GhostInput, parse_ghost
 from backend.kinds.store import Scope
-from chat_shell.net import EgressPolicy
+from chat_shell import EgressPolicy
 
 
 @dataclass(frozen=True)

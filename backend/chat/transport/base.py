@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from backend.chat.transport.envelope import BrowserEvent, Envelope, TurnEnvelope
 from backend.errors import Conflict
-from chat_shell.tools.pending_requests import PendingRequestRegistry
+from chat_shell import PendingRequestRegistry
 
 log = logging.getLogger("skillhive.chat")
 

@@ -14,8 +14,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from backend.db.models import Message
-from chat_shell.contracts import ErrorEvent as TurnError
-from chat_shell.contracts import (
+from chat_shell import ErrorEvent as TurnError
+from chat_shell import (
     McpErrorEvent,
     SkillErrorEvent,
     SkillLoadedEvent,

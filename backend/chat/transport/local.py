@@ -17,7 +17,7 @@ from backend.chat.transport.base import (
     turn_in_progress,
 )
 from backend.chat.transport.envelope import Envelope, TurnEnvelope
-from chat_shell.tools.pending_requests import InMemoryPendingRequestRegistry
+from chat_shell import InMemoryPendingRequestRegistry
 
 log = logging.getLogger("skillhive.chat")
 

@@ -35,7 +35,7 @@ from backend.chat.transport.base import (
 )
 from backend.chat.transport.envelope import Envelope, TurnEnvelope, dumps, loads
 from backend.errors import ServiceUnavailable
-from chat_shell.tools.pending_requests import RedisPendingRequestRegistry
+from chat_shell import RedisPendingRequestRegistry
 
 log = logging.getLogger("skillhive.chat")
 
