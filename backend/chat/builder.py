@@ -6,7 +6,6 @@ history and the secrets; this decides what the engine sees.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -27,6 +26,7 @@ from chat_shell import (
     SubstitutionContext,
     TurnRequest,
     UserRef,
+    find_placeholders,
     last_loaded_records,
     merge_mcp_servers,
     parse_mcp_servers,
@@ -48,6 +48,8 @@ class TurnInputs:
     user_message: str
     secrets: Mapping[str, str]
     disabled_preloads: Sequence[str] = ()  # preloaded skills left out because they are disabled
+    # The server's MCP servers, parsed once per process (`TurnRunner`); None parses settings.
+    global_servers: Mapping[str, McpServerConfig] | None = None
 
 
 def skill_spec(crd: Mapping[str, Any]) -> SkillSpec:
@@ -137,27 +139,45 @@ def history(messages: Sequence[Message]) -> list[HistoryMessage]:
     ]
 
 
+def global_servers(settings: Settings) -> dict[str, McpServerConfig]:
+    return parse_mcp_servers(settings.mcp_servers, trusted=True)
+
+
 def ghost_servers(inputs: TurnInputs, settings: Settings) -> dict[str, McpServerConfig]:
-    global_servers = parse_mcp_servers(settings.mcp_servers, trusted=True)
+    server = inputs.global_servers
     ghost = parse_mcp_servers(
         inputs.ghost["spec"].get("mcpServers", {}), trusted=inputs.ghost_is_public
     )
-    return merge_mcp_servers(global_servers, ghost, {})
+    return merge_mcp_servers(global_servers(settings) if server is None else server, ghost, {})
 
 
-SECRET_MARKER = "secrets."
+def mcp_uses_secrets(servers: Mapping[str, McpServerConfig]) -> bool:
+    """Whether a server's `${{secrets.NAME}}` placeholder names a user secret (found by the
+    placeholder parser over the fields it substitutes)."""
+    return any(
+        path.partition(".")[0] == "secrets"
+        for config in servers.values()
+        for path in find_placeholders(config)
+    )
+
+
+def stored_mcp_uses_secrets(raw: Mapping[str, Any] | None) -> bool:
+    """`mcp_uses_secrets` of stored (already validated) `mcpServers` JSON."""
+    return bool(raw) and mcp_uses_secrets(parse_mcp_servers(raw or {}, trusted=False))
 
 
 def needs_secrets(
-    ghost: Mapping[str, Any], settings: Settings, *, skills_use_secrets: bool
+    ghost: Mapping[str, Any],
+    server_mcp: Mapping[str, McpServerConfig],
+    *,
+    skills_use_secrets: bool,
 ) -> bool:
     """Whether anything this turn may use refers to a user secret (key or placeholder);
     `skills_use_secrets`: whether one of the Ghost's skills does (backend/chat/catalog.py)."""
     spec = ghost["spec"]
     if skills_use_secrets or (spec.get("model") or {}).get("apiKeySecret"):
         return True
-    configs = [spec.get("mcpServers"), settings.mcp_servers]
-    return any(SECRET_MARKER in json.dumps(c) for c in configs if c)
+    return mcp_uses_secrets(server_mcp) or stored_mcp_uses_secrets(spec.get("mcpServers"))
 
 
 def retention_turns(ghost: Mapping[str, Any], settings: Settings) -> int:

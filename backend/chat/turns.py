@@ -18,7 +18,13 @@ from langchain_core.language_models import BaseChatModel
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from backend.chat import conversations
-from backend.chat.builder import TurnInputs, build_turn_request, needs_secrets, wanted_skills
+from backend.chat.builder import (
+    TurnInputs,
+    build_turn_request,
+    global_servers,
+    needs_secrets,
+    wanted_skills,
+)
 from backend.chat.catalog import GhostSkillDirectory, SkillSpecCache, turn_skills
 from backend.chat.transport.base import TransportFrontend, TurnTransport
 from backend.chat.transport.envelope import StoredMessage, TurnEnded, TurnEvent
@@ -100,6 +106,7 @@ class TurnRunner:
         self.model = model  # tests and benchmarks inject a fake; None builds it from settings
         self.sandbox = sandbox  # where skill_run runs; None: the tool is not offered
         self.skill_specs = SkillSpecCache()
+        self.mcp_servers = global_servers(settings)  # the server's, parsed once
 
     async def _publish(self, envelope: TurnEvent | TurnEnded) -> None:
         try:
@@ -144,7 +151,7 @@ class TurnRunner:
                 c["metadata"]["name"] for c in preloaded if not c["status"].get("enabled", True)
             ]
             user_secrets: dict[str, str] = {}
-            if needs_secrets(ghost, self.settings, skills_use_secrets=skills.uses_secrets):
+            if needs_secrets(ghost, self.mcp_servers, skills_use_secrets=skills.uses_secrets):
                 user_secrets = await secrets.values(session, self.cipher, user.id)  # only if used
         inputs = TurnInputs(
             conversation_id=conversation_id,
@@ -160,6 +167,7 @@ class TurnRunner:
             user_message=window.user_message.content,
             secrets=user_secrets,
             disabled_preloads=disabled,
+            global_servers=self.mcp_servers,
         )
         directory = GhostSkillDirectory(
             self.sessionmaker,
