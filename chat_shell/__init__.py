@@ -11,6 +11,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 _EXPORTS = {
+    "chat_shell.agent.graph": ["inline_tracing_hooks"],
     "chat_shell.agent.runner": ["run_turn"],
     "chat_shell.contracts": [
         "CatalogEntry",
@@ -112,6 +113,7 @@ __all__ = [
     "check_archive_size",
     "check_stdio_allowed",
     "find_placeholders",
+    "inline_tracing_hooks",
     "last_loaded_records",
     "merge_mcp_servers",
     "open_package",
@@ -122,6 +124,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from chat_shell.agent.graph import inline_tracing_hooks
     from chat_shell.agent.runner import run_turn
     from chat_shell.contracts import (
         CatalogEntry,

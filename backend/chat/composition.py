@@ -19,7 +19,7 @@ from backend.chat.sandbox import sandbox_access
 from backend.chat.transport import LocalTransport, RedisKeys, RedisTransport, TurnTransport
 from backend.chat.turns import TurnRunner
 from backend.config import Settings
-from chat_shell import BubblewrapSandbox
+from chat_shell import BubblewrapSandbox, inline_tracing_hooks
 
 
 @dataclass(frozen=True)
@@ -43,6 +43,8 @@ def build_runner(
     model: BaseChatModel | None = None,
     sandbox: BubblewrapSandbox | None = None,
 ) -> TurnRunner:
+    if settings.inline_tracing_hooks:
+        inline_tracing_hooks()  # process-wide, so only when the operator asks
     return TurnRunner(
         sessionmaker=sessionmaker,
         settings=settings,
