@@ -120,8 +120,10 @@ class TurnWorker:
         try:
             await self._stopping.wait()
         finally:
-            for task in runners:
-                task.cancel()
+            while pending := [task for task in runners if not task.done()]:
+                for task in pending:
+                    task.cancel()  # again if redis-py swallowed the last one
+                await asyncio.wait(pending, timeout=1.0)
             await asyncio.gather(*runners, return_exceptions=True)
             self._waiting.clear()  # not acknowledged: another worker reclaims them
             # Drain: let running turns finish; what remains after the grace period stays pending
