@@ -47,6 +47,7 @@ from backend.redis_client import create_redis
 from backend.secrets.cipher import load_cipher
 from backend.skills.builtin import sync_builtin_skills
 from backend.ws.chat_namespace import ChatNamespace
+from backend.ws.rooms import SocketIORooms
 from backend.ws.server import socketio_server
 
 log = logging.getLogger("skillhive")
@@ -108,7 +109,7 @@ def create_app(
     settings = settings or get_settings()
     sio = socketio_server(settings)
     sandbox = create_sandbox(settings)
-    runtime = ChatRuntime(settings, sio, model=chat_model, sandbox=sandbox)
+    runtime = ChatRuntime(settings, model=chat_model, sandbox=sandbox)
     sio.register_namespace(ChatNamespace(runtime, sio.live_auth))
 
     @asynccontextmanager
@@ -132,7 +133,12 @@ def create_app(
         try:
             await bootstrap_admin(settings, app.state.sessionmaker)
             await sync_builtin_skills(app.state.sessionmaker, settings)
-            runtime.start(app.state.sessionmaker, app.state.cipher, app.state.redis)
+            await runtime.start(
+                app.state.sessionmaker,
+                app.state.cipher,
+                app.state.redis,
+                listeners=[SocketIORooms(sio).deliver],
+            )
             sio.live_auth.start(app.state.sessionmaker, app.state.redis)
             yield
         finally:
@@ -159,7 +165,7 @@ def create_app(
     # ops: what a scrape of this process shows (backend/ops/metrics.py)
     app.state.metrics_registry = ops_metrics.exposition_registry(
         ops_metrics.ProcessSources(
-            pending_requests=lambda: runtime._registry,
+            pending_requests=lambda: runtime.transport.registry if runtime.started else None,
             engine=lambda: getattr(app.state, "engine", None),
         )
     )

@@ -13,8 +13,8 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 from pydantic import Field, SecretStr, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from chat_shell.net.egress import EgressPolicy
-from chat_shell.packages.limits import DEFAULT_ARCHIVE_LIMITS as _ARCHIVE
+from chat_shell import DEFAULT_ARCHIVE_LIMITS as _ARCHIVE
+from chat_shell import EgressPolicy
 
 ENV_PREFIX = "SKILLHIVE_"
 
@@ -184,6 +184,71 @@ class Settings(BaseSettings):
         gt=0,
         description="A turn whose worker stopped heartbeating for this long is run again "
         "by another worker.",
+    )
+    worker_user_slots: int = Field(
+        4,
+        ge=1,
+        le=1000,
+        description="Turns of one user a `skillhive worker` runs at once; the user's further "
+        "turns wait in the worker while other users' turns take the free slots.",
+    )
+    history_messages: int = Field(
+        100, ge=1, le=10_000, description="The newest messages of a conversation a turn sees."
+    )
+    retention_turns: int = Field(
+        5,
+        ge=0,
+        description="User turns a loaded skill stays in context after its last use; a Ghost's "
+        "`retentionTurns` overrides it.",
+    )
+    loaded_skills_token_budget: int = Field(
+        8000, ge=1, description="Tokens the instructions of loaded skills may take in a prompt."
+    )
+    recursion_limit: int = Field(
+        50, ge=2, le=1000, description="Agent steps (model and tool calls) one turn may take."
+    )
+    mcp_connect_timeout_s: float = Field(
+        30.0,
+        gt=0,
+        description="Seconds an MCP server may take to connect (unless its config says).",
+    )
+    mcp_call_timeout_s: float = Field(60.0, gt=0, description="Seconds one MCP tool call may take.")
+    turn_lock_ttl_s: int = Field(
+        120,
+        ge=5,
+        description="Seconds a conversation's claim outlives its last renewal (Redis mode); "
+        "workers renew it while the turn runs.",
+    )
+    worker_drain_s: float = Field(
+        30.0,
+        ge=0,
+        description="On SIGTERM a worker lets running turns finish this long; the rest are "
+        "reclaimed by another worker.",
+    )
+    redis_prefix: str = Field(
+        "skillhive:",
+        min_length=1,
+        max_length=64,
+        description="Prefix of the turn pipeline's Redis keys and channels (stream, claims, "
+        "leases, events, pending browser requests).",
+    )
+    inline_tracing_hooks: bool = Field(
+        False,
+        description="Run LangSmith's per-hook bookkeeping inline while tracing is off (a "
+        "process-wide LangSmith override; faster short turns).",
+    )
+    turn_deadline_s: float = Field(
+        300.0, gt=0, description="A turn running longer ends with `turn_timeout` (stored)."
+    )
+    model_timeout_s: float = Field(
+        600.0, gt=0, description="Seconds the model client waits for one model call."
+    )
+    model_max_retries: int = Field(
+        2,
+        ge=0,
+        le=10,
+        description="Retries of a failed call to the server's model endpoint (tenant "
+        "endpoints are never retried).",
     )
     package_cache_bytes: int = Field(
         64 * MiB, ge=0, description="Memory for skill packages cached by hash (tool providers)."

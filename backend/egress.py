@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from backend.errors import InvalidRequest
-from chat_shell.net import EgressForbidden, EgressPolicy
+from chat_shell import EgressForbidden, EgressPolicy
 
 EGRESS_FORBIDDEN = EgressForbidden.code
 # Scheme and authority ("https://host:port"); a placeholder there is resolved per turn.

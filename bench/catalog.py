@@ -32,6 +32,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from backend.auth import service as auth_service
 from backend.chat import conversations
+from backend.chat.transport import LocalTransport
 from backend.chat.turns import PreparedTurn, TurnRunner
 from backend.config import Settings
 from backend.db.engine import create_engine, create_sessionmaker
@@ -223,8 +224,7 @@ async def run(pairs: int, rounds: int) -> None:
                     settings=settings,
                     cipher=Fernet(Fernet.generate_key()),
                     package_source=InMemoryPackageSource(),
-                    frontend=InMemoryFrontendChannel(),
-                    sinks=[],
+                    transport=LocalTransport(),
                 )
                 # Both turns load the same skill: the 10-skill Ghost's best match.
                 async with sessionmaker() as session:

@@ -21,7 +21,9 @@ class _Model(BaseModel):
 
 
 class ModelSettings(_Model):
-    """Which LLM answers the turn. `name == "offline"` selects the built-in offline model."""
+    """Which LLM answers the turn. `name == "offline"` selects the built-in offline model.
+
+    Resolved by the host: a real key, not a secret's name (the host's Ghost CRD says that)."""
 
     name: str = "offline"
     base_url: str | None = None
@@ -31,10 +33,15 @@ class ModelSettings(_Model):
     # The operator's endpoint (or an admin's public Ghost): bypasses the egress policy. A
     # tenant-chosen `base_url` is reached only through `TurnRequest.egress`.
     trusted: bool = False
+    # The client's wait for one model call, and retries on the trusted endpoint (a tenant's
+    # endpoint is never retried). The host sets both from its settings.
+    timeout_s: float = Field(default=600.0, gt=0)
+    max_retries: int = Field(default=2, ge=0)
 
 
 class ToolDeclaration(_Model):
-    """A tool a skill declares; `provider` names the `SkillToolProvider` that creates it."""
+    """A tool a skill declares; `provider` names the `SkillToolProvider` that creates it (always
+    set here: the host fills in the default from its stored skill definition)."""
 
     name: str
     provider: str
@@ -56,7 +63,8 @@ class SkillFileInfo(_Model):
 
 
 class SkillSpec(_Model):
-    """One skill the Ghost may use, as stored: metadata, instructions and tool wiring."""
+    """One skill as a turn sees it: metadata, instructions and tool wiring. The host stores more
+    about a skill (labels, versions, shells); this is only what the engine needs."""
 
     name: str = Field(min_length=1)
     description: str = ""
@@ -166,6 +174,9 @@ class TurnRequest(_Model):
     retention_turns: int = Field(default=5, ge=0)
     loaded_skills_token_budget: int = Field(default=8000, gt=0)
     recursion_limit: int = Field(default=50, ge=2)
+    # MCP servers: how long one may take to connect (unless its config says), one tool call.
+    mcp_connect_timeout_s: float = Field(default=30.0, gt=0)
+    mcp_call_timeout_s: float = Field(default=60.0, gt=0)
     # The most bytes of a skill file one read_skill_file call returns.
     skill_file_read_bytes: int = Field(default=32 * 1024, gt=0)
     # The 0-based index of this user turn; None counts the user messages in `history`. Set it

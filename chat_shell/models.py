@@ -28,8 +28,7 @@ from chat_shell.offline import OfflineChatModel
 OFFLINE_MODEL = "offline"
 # Self-hosted OpenAI-compatible servers often need no key, but the client insists on one.
 _NO_KEY = SecretStr("not-needed")
-# The SDK's defaults for a tenant endpoint: a stream may run long, connecting may not.
-_TENANT_TIMEOUT = httpx.Timeout(600.0, connect=10.0)
+_CONNECT_TIMEOUT_S = 10.0  # a stream may run long (`ModelSettings.timeout_s`), connecting may not
 
 logger = logging.getLogger(__name__)
 
@@ -48,7 +47,7 @@ def create_chat_model(settings: ModelSettings, **client: Any) -> BaseChatModel:
     `client` adds ChatOpenAI arguments (the HTTP clients and retries of `open_chat_model`).
     """
     if settings.name == OFFLINE_MODEL:
-        return OfflineChatModel()
+        return OfflineChatModel()  # no client: `client` does not apply
     api_key = settings.api_key or (_NO_KEY if settings.base_url else None)
     try:
         return ChatOpenAI(
@@ -78,21 +77,22 @@ async def open_chat_model(
     A tenant endpoint is checked before anything is sent (scheme, a literal address) and
     again on every connection (the resolved addresses).
     """
+    timeout = httpx.Timeout(settings.timeout_s, connect=min(_CONNECT_TIMEOUT_S, settings.timeout_s))
     if settings.name == OFFLINE_MODEL or settings.trusted:
-        yield create_chat_model(settings)
+        yield create_chat_model(settings, timeout=timeout, max_retries=settings.max_retries)
         return
     if settings.base_url is not None:
         try:
             egress.check_url(settings.base_url)
         except EgressForbidden as exc:
             raise _endpoint_refused() from exc
-    async with egress_client(egress, timeout=_TENANT_TIMEOUT) as client:
+    async with egress_client(egress, timeout=timeout) as client:
         yield create_chat_model(
             settings,
             http_async_client=client,
             http_client=httpx.Client(transport=_NoSyncCalls()),
             max_retries=0,  # a refused or failing tenant endpoint is not worth asking again
-            timeout=_TENANT_TIMEOUT,
+            timeout=timeout,
         )
 
 

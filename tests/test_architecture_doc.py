@@ -205,7 +205,7 @@ def test_the_checks_see_most_of_what_the_doc_cites() -> None:
     ],
 )
 def test_a_name_the_code_does_not_have_is_reported(name: str) -> None:
-    assert unknown_names(f"see `{name}` and `backend/chat/stream.py`") == [name]
+    assert unknown_names(f"see `{name}` and `backend/chat/turns.py`") == [name]
 
 
 def test_a_wrong_data_model_row_is_reported() -> None:
@@ -235,8 +235,7 @@ def _backend_imports(path: Path) -> set[str]:
 EDGES = {"app", "cli", "worker", "api", "ws"}
 DOMAIN = {"auth", "skills", "ghosts", "secrets", "chat"}
 STORAGE = {"kinds", "db", "crd"}
-# The one outward import the doc names: turns emit into Socket.IO rooms wherever they run.
-ALLOWED = {"backend.ws.rooms"}
+ALLOWED: set[str] = set()  # no outward import: turns publish to their transport
 
 
 @pytest.mark.parametrize(
@@ -253,3 +252,26 @@ def test_imports_point_inwards(ring: set[str], may_not_import: set[str]) -> None
                 offenders[str(path.relative_to(ROOT))] = sorted(bad)
     assert len(list((ROOT / "backend").rglob("*.py"))) > 40  # the walk really saw the package
     assert offenders == {}
+
+
+def _chat_shell_imports(path: Path) -> set[str]:
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+    return {m for m in found if m == "chat_shell" or m.startswith("chat_shell.")}
+
+
+def test_backend_imports_chat_shell_only_through_its_public_api() -> None:
+    import chat_shell
+
+    offenders = {}
+    for path in (ROOT / "backend").rglob("*.py"):
+        deep = sorted(m for m in _chat_shell_imports(path) if m != "chat_shell")
+        if deep:
+            offenders[str(path.relative_to(ROOT))] = deep
+    assert offenders == {}
+    for name in chat_shell.__all__:  # every public name really resolves
+        assert getattr(chat_shell, name) is not None, name

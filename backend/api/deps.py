@@ -10,6 +10,8 @@ from fastapi.security import HTTPBearer
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.auth.service import authenticate
+from backend.chat.runtime import ChatRuntime
+from backend.chat.transport import TurnTransport
 from backend.config import Settings
 from backend.db.models import User
 from backend.errors import Forbidden, Unauthorized
@@ -29,7 +31,18 @@ async def get_session(request: Request) -> AsyncIterator[AsyncSession]:
         yield session
 
 
+def get_chat(request: Request) -> ChatRuntime:
+    runtime: ChatRuntime = request.app.state.chat
+    return runtime
+
+
+def get_transport(chat: Annotated[ChatRuntime, Depends(get_chat)]) -> TurnTransport:
+    return chat.transport
+
+
 SettingsDep = Annotated[Settings, Depends(get_settings_dep)]
+ChatDep = Annotated[ChatRuntime, Depends(get_chat)]
+TransportDep = Annotated[TurnTransport, Depends(get_transport)]
 SessionDep = Annotated[AsyncSession, Depends(get_session)]
 # A numeric id in a path: out of the id columns' range is a 422, not a driver error (500).
 RowId = Annotated[int, Path(ge=0, le=MAX_ID)]

@@ -6,7 +6,6 @@ history and the secrets; this decides what the engine sees.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -16,21 +15,22 @@ from pydantic import SecretStr
 from backend.config import Settings
 from backend.db.models import Message
 from backend.errors import InvalidRequest
-from chat_shell.contracts import (
+from chat_shell import (
+    OFFLINE_MODEL,
     CatalogEntry,
     HistoryMessage,
+    McpServerConfig,
     ModelSettings,
     SkillErrorEvent,
     SkillSpec,
     SubstitutionContext,
     TurnRequest,
     UserRef,
+    find_placeholders,
+    last_loaded_records,
+    merge_mcp_servers,
+    parse_mcp_servers,
 )
-from chat_shell.models import OFFLINE_MODEL
-from chat_shell.skills.active import last_loaded_records
-from chat_shell.tools.mcp import McpServerConfig, merge_mcp_servers, parse_mcp_servers
-
-DEFAULT_RETENTION_TURNS = 5
 
 
 @dataclass(frozen=True)
@@ -48,6 +48,8 @@ class TurnInputs:
     user_message: str
     secrets: Mapping[str, str]
     disabled_preloads: Sequence[str] = ()  # preloaded skills left out because they are disabled
+    # The server's MCP servers, parsed once per process (`TurnRunner`); None parses settings.
+    global_servers: Mapping[str, McpServerConfig] | None = None
 
 
 def skill_spec(crd: Mapping[str, Any]) -> SkillSpec:
@@ -121,6 +123,8 @@ def model_settings(
         temperature=ghost_model.get("temperature"),
         max_tokens=max_tokens,
         trusted=not own_endpoint or ghost_is_public,
+        timeout_s=settings.model_timeout_s,
+        max_retries=settings.model_max_retries,
     )
 
 
@@ -136,32 +140,50 @@ def history(messages: Sequence[Message]) -> list[HistoryMessage]:
     ]
 
 
+def global_servers(settings: Settings) -> dict[str, McpServerConfig]:
+    return parse_mcp_servers(settings.mcp_servers, trusted=True)
+
+
 def ghost_servers(inputs: TurnInputs, settings: Settings) -> dict[str, McpServerConfig]:
-    global_servers = parse_mcp_servers(settings.mcp_servers, trusted=True)
+    server = inputs.global_servers
     ghost = parse_mcp_servers(
         inputs.ghost["spec"].get("mcpServers", {}), trusted=inputs.ghost_is_public
     )
-    return merge_mcp_servers(global_servers, ghost, {})
+    return merge_mcp_servers(global_servers(settings) if server is None else server, ghost, {})
 
 
-SECRET_MARKER = "secrets."
+def mcp_uses_secrets(servers: Mapping[str, McpServerConfig]) -> bool:
+    """Whether a server's `${{secrets.NAME}}` placeholder names a user secret (found by the
+    placeholder parser over the fields it substitutes)."""
+    return any(
+        path.partition(".")[0] == "secrets"
+        for config in servers.values()
+        for path in find_placeholders(config)
+    )
+
+
+def stored_mcp_uses_secrets(raw: Mapping[str, Any] | None) -> bool:
+    """`mcp_uses_secrets` of stored (already validated) `mcpServers` JSON."""
+    return bool(raw) and mcp_uses_secrets(parse_mcp_servers(raw or {}, trusted=False))
 
 
 def needs_secrets(
-    ghost: Mapping[str, Any], settings: Settings, *, skills_use_secrets: bool
+    ghost: Mapping[str, Any],
+    server_mcp: Mapping[str, McpServerConfig],
+    *,
+    skills_use_secrets: bool,
 ) -> bool:
     """Whether anything this turn may use refers to a user secret (key or placeholder);
     `skills_use_secrets`: whether one of the Ghost's skills does (backend/chat/catalog.py)."""
     spec = ghost["spec"]
     if skills_use_secrets or (spec.get("model") or {}).get("apiKeySecret"):
         return True
-    configs = [spec.get("mcpServers"), settings.mcp_servers]
-    return any(SECRET_MARKER in json.dumps(c) for c in configs if c)
+    return mcp_uses_secrets(server_mcp) or stored_mcp_uses_secrets(spec.get("mcpServers"))
 
 
-def retention_turns(ghost: Mapping[str, Any]) -> int:
+def retention_turns(ghost: Mapping[str, Any], settings: Settings) -> int:
     retention = ghost["spec"].get("retentionTurns")
-    return DEFAULT_RETENTION_TURNS if retention is None else int(retention)
+    return settings.retention_turns if retention is None else int(retention)
 
 
 def turn_index(user_turns_before: int, messages: Sequence[Message]) -> int:
@@ -169,11 +191,14 @@ def turn_index(user_turns_before: int, messages: Sequence[Message]) -> int:
 
 
 def wanted_skills(
-    ghost: Mapping[str, Any], messages: Sequence[Message], user_turns_before: int
+    ghost: Mapping[str, Any],
+    messages: Sequence[Message],
+    user_turns_before: int,
+    settings: Settings,
 ) -> list[str]:
     """The skills a turn starts with: the preloaded ones and those still retained from history."""
     turn = turn_index(user_turns_before, messages)
-    retention = retention_turns(ghost)
+    retention = retention_turns(ghost, settings)
     recent = [
         r.name
         for r in last_loaded_records(history(messages))
@@ -212,7 +237,11 @@ def build_turn_request(inputs: TurnInputs, settings: Settings) -> TurnRequest:
         mcp_tool_mode=spec.get("mcpToolMode") or "direct",
         history=history(inputs.history),
         user_message=inputs.user_message,
-        retention_turns=retention_turns(inputs.ghost),
+        retention_turns=retention_turns(inputs.ghost, settings),
+        loaded_skills_token_budget=settings.loaded_skills_token_budget,
+        recursion_limit=settings.recursion_limit,
+        mcp_connect_timeout_s=settings.mcp_connect_timeout_s,
+        mcp_call_timeout_s=settings.mcp_call_timeout_s,
         skill_file_read_bytes=settings.skill_file_read_bytes,
         turn_index=turn_index(inputs.user_turns_before, inputs.history),
         context=SubstitutionContext(

@@ -25,7 +25,7 @@ from backend.errors import SkillhiveError
 from backend.skills.search.engine import search
 from backend.skills.search.index import ENTRY_OVERHEAD_CHARS
 from backend.skills.search.selection import GhostSkills
-from chat_shell.contracts import CatalogEntry, SkillMatch, SkillSpec
+from chat_shell import CatalogEntry, SkillMatch, SkillSpec
 
 COMPACT_MATCHES = 5  # best matches for the user's message in a compact catalog
 CHARS_PER_TOKEN = 4  # chat_shell's estimate (chat_shell/offline.py)

@@ -16,7 +16,8 @@ from backend.errors import NotFound
 from backend.kinds import cursor
 
 TITLE_CHARS = 80
-HISTORY_MESSAGES = 100  # the newest messages a turn sees; older ones only count for turn indices
+# The most characters of one user message (REST and Socket.IO alike).
+MAX_MESSAGE_CHARS = 100_000
 
 
 @dataclass(frozen=True)
@@ -25,7 +26,7 @@ class TurnWindow:
 
     user_message: Message | None
     reply: Message | None  # the stored answer, if this turn already ran
-    history: list[Message]  # oldest first, at most HISTORY_MESSAGES, before the user message
+    history: list[Message]  # oldest first, at most `history` messages, before the user message
     user_turns_before: int  # user messages older than the window (keeps turn indices exact)
 
 
@@ -123,7 +124,11 @@ async def add_reply(
     return message
 
 
-async def turn_window(session: AsyncSession, conversation_id: str, message_id: int) -> TurnWindow:
+async def turn_window(
+    session: AsyncSession, conversation_id: str, message_id: int, *, history: int = 100
+) -> TurnWindow:
+    """The newest `history` messages before `message_id`; older ones only count for turn
+    indices."""
     rows = list(
         await session.scalars(
             select(Message)
@@ -132,28 +137,28 @@ async def turn_window(session: AsyncSession, conversation_id: str, message_id: i
                 or_(Message.id <= message_id, Message.reply_to == message_id),
             )
             .order_by(Message.id.desc())
-            .limit(HISTORY_MESSAGES + 2)
+            .limit(history + 2)
         )
     )
     reply = next((m for m in rows if m.reply_to == message_id), None)
     user_message = next((m for m in rows if m.id == message_id), None)
-    history = [m for m in rows if m.id < message_id][:HISTORY_MESSAGES]
-    history.reverse()
+    window = [m for m in rows if m.id < message_id][:history]
+    window.reverse()
     before = 0
-    if len(history) == HISTORY_MESSAGES:  # older messages exist: count their user turns
+    if window and len(window) == history:  # older messages exist: count their user turns
         before = int(
             await session.scalar(
                 select(func.count())
                 .select_from(Message)
                 .where(
                     Message.conversation_id == conversation_id,
-                    Message.id < history[0].id,
+                    Message.id < window[0].id,
                     Message.role == "user",
                 )
             )
             or 0
         )
-    return TurnWindow(user_message, reply, history, before)
+    return TurnWindow(user_message, reply, window, before)
 
 
 async def with_owner(session: AsyncSession, conversation_id: str) -> tuple[Conversation, User]:

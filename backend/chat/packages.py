@@ -14,7 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from backend.config import Settings
 from backend.skills import service as skills
 from backend.skills.limits import ArchiveLimits
-from chat_shell.errors import ProviderLoadError
+from chat_shell import ProviderLoadError
 
 
 class DatabasePackageSource:

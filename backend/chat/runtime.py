@@ -1,40 +1,29 @@
-"""The chat machinery of one gateway process, wired once at start-up.
+"""The chat machinery of one gateway process, built at start-up by the composition root
+(`backend/chat/composition.py`).
 
-Embedded mode (no Redis): turns run in this process, events fan out in memory and to the local
-Socket.IO server, browser requests wait in memory. Scale-out mode (`SKILLHIVE_REDIS_URL`): turns
-go to `skillhive worker` processes through a Redis Stream, events come back over Redis pub/sub
-(SSE) and through Socket.IO's Redis manager (rooms on every gateway), and `skill:response`
-answers reach the waiting worker through the Redis registry. REST and Socket.IO both send
-through `ChatRuntime.send`.
+Embedded mode (no Redis): turns run in this process through a `LocalTransport`. Scale-out mode
+(`SKILLHIVE_REDIS_URL`): a `RedisTransport` submits turns to `skillhive worker` processes and
+brings their envelopes back on one channel. The edges (SSE, Socket.IO rooms) listen to the
+transport; REST and Socket.IO both send through `ChatRuntime.send`.
 """
 
 from __future__ import annotations
 
 import redis.asyncio as aioredis
-import socketio
 from cryptography.fernet import Fernet
 from langchain_core.language_models import BaseChatModel
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from backend.chat import conversations
 from backend.chat.admission import Admission, LocalAdmission, RedisAdmission
-from backend.chat.dispatch import InProcessDispatcher, TurnDispatcher
-from backend.chat.events import EventBus, InMemoryEventBus
-from backend.chat.packages import DatabasePackageSource
-from backend.chat.redis_bus import RedisEventBus
-from backend.chat.sandbox import sandbox_access
-from backend.chat.stream import RedisStreamDispatcher, lock_key
+from backend.chat.composition import TurnMachinery, build_gateway
+from backend.chat.transport import LocalTransport, RedisTransport, TurnTransport
+from backend.chat.transport.base import Listener
 from backend.chat.turns import TurnRunner
 from backend.config import Settings
 from backend.ops.quotas import Quotas, counters_for
 from backend.ops.tracing import tracer
-from backend.ws.rooms import SocketIOFrontendChannel, SocketIOSink
-from chat_shell.sandbox import BubblewrapSandbox
-from chat_shell.tools.pending_requests import (
-    InMemoryPendingRequestRegistry,
-    PendingRequestRegistry,
-    RedisPendingRequestRegistry,
-)
+from chat_shell import BubblewrapSandbox
 
 DEFAULT_TITLE = "New conversation"
 
@@ -43,65 +32,53 @@ class ChatRuntime:
     def __init__(
         self,
         settings: Settings,
-        sio: socketio.AsyncServer,
         *,
         model: BaseChatModel | None = None,
         sandbox: BubblewrapSandbox | None = None,
     ) -> None:
         self.settings = settings
-        self.sio = sio
         self.model = model
         self.sandbox = sandbox  # embedded turns run skill scripts here
         self._sessionmaker: async_sessionmaker[AsyncSession] | None = None
-        self._bus: EventBus | None = None
-        self._dispatcher: TurnDispatcher | None = None
-        self._registry: PendingRequestRegistry | None = None
+        self._machinery: TurnMachinery | None = None
         self._admission: Admission | None = None
         self.quotas = Quotas(settings, counters_for(None))
 
-    def start(
+    async def start(
         self,
         sessionmaker: async_sessionmaker[AsyncSession],
         cipher: Fernet,
         redis: aioredis.Redis | None,
+        *,
+        listeners: list[Listener] | None = None,
     ) -> None:
+        """Build the machinery; `listeners` hear every envelope this gateway receives."""
         self._sessionmaker = sessionmaker
         self.quotas = Quotas(self.settings, counters_for(redis))  # ops: shared through Redis
-        frontend = SocketIOFrontendChannel(self.sio)
-        if redis is not None:
-            self._bus = RedisEventBus(redis)
-            self._dispatcher = RedisStreamDispatcher(redis)
-            self._registry = RedisPendingRequestRegistry(redis, frontend)  # resolve() only here
-            self._admission = RedisAdmission(
-                redis,
-                self.settings.max_concurrent_turns_per_user,
-                self.settings.retry_after_seconds,
-                claim_prefix=lock_key(""),
-            )
-            return
-        bus = InMemoryEventBus()
-        self._registry = InMemoryPendingRequestRegistry(frontend)
-        runner = TurnRunner(
-            sessionmaker=sessionmaker,
-            settings=self.settings,
-            cipher=cipher,
-            package_source=DatabasePackageSource.from_settings(sessionmaker, self.settings),
-            frontend=frontend,
-            sinks=[bus, SocketIOSink(self.sio)],
-            pending_requests=self._registry,
+        self._machinery = build_gateway(
+            self.settings,
+            sessionmaker,
+            cipher,
+            redis,
             model=self.model,
-            sandbox=sandbox_access(self.sandbox, self.settings) if self.sandbox else None,
-            slots=self.settings.embedded_turn_concurrency,
+            sandbox=self.sandbox,
             quotas=self.quotas,
         )
-        self._bus = bus
-        dispatcher = InProcessDispatcher(runner)
-        self._dispatcher = dispatcher
-        self._admission = LocalAdmission(
+        transport = self._machinery.transport
+        limit, retry_after = (
             self.settings.max_concurrent_turns_per_user,
             self.settings.retry_after_seconds,
-            dispatcher.running,
         )
+        if isinstance(transport, RedisTransport):
+            assert redis is not None
+            claims = transport.keys.lock("")
+            self._admission = RedisAdmission(redis, limit, retry_after, claim_prefix=claims)
+        else:
+            assert isinstance(transport, LocalTransport)
+            self._admission = LocalAdmission(limit, retry_after, transport.running)
+        for listener in listeners or []:
+            transport.listen(listener)
+        await transport.start()
 
     @property
     def sessionmaker(self) -> async_sessionmaker[AsyncSession]:
@@ -109,19 +86,18 @@ class ChatRuntime:
         return self._sessionmaker
 
     @property
-    def bus(self) -> EventBus:
-        assert self._bus is not None, "ChatRuntime.start() runs in the app lifespan"
-        return self._bus
+    def started(self) -> bool:
+        return self._machinery is not None
 
     @property
-    def dispatcher(self) -> TurnDispatcher:
-        assert self._dispatcher is not None, "ChatRuntime.start() runs in the app lifespan"
-        return self._dispatcher
+    def transport(self) -> TurnTransport:
+        assert self._machinery is not None, "ChatRuntime.start() runs in the app lifespan"
+        return self._machinery.transport
 
     @property
-    def registry(self) -> PendingRequestRegistry:
-        assert self._registry is not None, "ChatRuntime.start() runs in the app lifespan"
-        return self._registry
+    def runner(self) -> TurnRunner | None:
+        """The gateway's own runner (embedded mode); None when workers run the turns."""
+        return self._machinery.runner if self._machinery is not None else None
 
     @property
     def admission(self) -> Admission:
@@ -149,8 +125,8 @@ class ChatRuntime:
                 return message.id
 
         with tracer.start_as_current_span("chat.send"):  # ops: the turn's trace starts here
-            return await self.dispatcher.submit(conversation_id, store)
+            return await self.transport.submit(conversation_id, user_id, store)
 
     async def aclose(self) -> None:
-        if self._dispatcher is not None:
-            await self._dispatcher.aclose()
+        if self._machinery is not None:
+            await self._machinery.transport.aclose()

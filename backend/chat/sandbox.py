@@ -7,8 +7,7 @@ import logging
 from typing import Any
 
 from backend.config import Settings
-from chat_shell.sandbox import BubblewrapSandbox, SandboxLimits
-from chat_shell.tools.sandbox import SandboxAccess
+from chat_shell import BubblewrapSandbox, SandboxAccess, SandboxLimits
 
 log = logging.getLogger("skillhive.sandbox")
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,10 +19,17 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from backend.artifacts.turn_files import turn_access
 from backend.chat import conversations
-from backend.chat.builder import TurnInputs, build_turn_request, needs_secrets, wanted_skills
+from backend.chat.builder import (
+    TurnInputs,
+    build_turn_request,
+    global_servers,
+    needs_secrets,
+    wanted_skills,
+)
 from backend.chat.catalog import GhostSkillDirectory, SkillSpecCache, turn_skills
 from backend.chat.commands import unescape
-from backend.chat.events import EventData, EventSink, message_json
+from backend.chat.transport.base import TransportFrontend, TurnTransport
+from backend.chat.transport.envelope import StoredMessage, TurnEnded, TurnEvent
 from backend.config import Settings
 from backend.db.models import Message
 from backend.errors import SkillhiveError, Unauthorized
@@ -34,12 +41,17 @@ from backend.ops.tracing import tracer
 from backend.ops.usage import TurnAccount, record_calls
 from backend.plugins.commands import invocation_for, with_preloads
 from backend.secrets import service as secrets
-from chat_shell.agent.runner import run_turn
-from chat_shell.contracts import ErrorEvent, Event, TurnRequest, UsageEvent
-from chat_shell.errors import ChatShellError
-from chat_shell.ports import FrontendChannel, PackageSource, SkillDirectory
-from chat_shell.tools.pending_requests import PendingRequestRegistry
-from chat_shell.tools.sandbox import SandboxAccess
+from chat_shell import (
+    ChatShellError,
+    ErrorEvent,
+    Event,
+    PackageSource,
+    SandboxAccess,
+    SkillDirectory,
+    TurnRequest,
+    UsageEvent,
+    run_turn,
+)
 
 log = logging.getLogger("skillhive.chat")
 
@@ -74,14 +86,6 @@ class _Progress:
             self.usage["completion_tokens"] += event.completion_tokens
 
 
-def _terminal(event: EventData, reply: Message | None) -> EventData:
-    """`done`/`error` carry the stored answer as `reply`; `done` also as `message` (its wire
-    name), while an error's `message` stays the error text."""
-    stored = message_json(reply) if reply is not None else None
-    extra = {"reply": stored, "message": stored} if event["type"] == "done" else {"reply": stored}
-    return {**event, **extra}
-
-
 async def _call(release: Release | None) -> None:
     if release is None:
         return
@@ -99,9 +103,7 @@ class TurnRunner:
         settings: Settings,
         cipher: Fernet,
         package_source: PackageSource,
-        frontend: FrontendChannel,
-        sinks: Sequence[EventSink],
-        pending_requests: PendingRequestRegistry | None = None,
+        transport: TurnTransport,
         model: BaseChatModel | None = None,
         sandbox: SandboxAccess | None = None,
         slots: int | None = None,
@@ -109,30 +111,26 @@ class TurnRunner:
     ) -> None:
         # At most `slots` turns run at once; the others wait, holding nothing (None: no bound).
         self._slots = asyncio.Semaphore(slots) if slots is not None else None
-        self.sessionmaker = sessionmaker
         self.quotas = quotas  # ops: tokens per day, charged per model call
+        self.sessionmaker = sessionmaker
         self.settings = settings
         self.cipher = cipher
         self.package_source = package_source
-        self.frontend = frontend
-        self.sinks = list(sinks)
-        self.pending_requests = pending_requests  # skill tools that ask the browser wait here
+        self.transport = transport  # where events go; its registry holds browser requests
+        self.frontend = TransportFrontend(transport)
         # Turns asked to stop. Checked after every event as well as cancelling the task:
         # redis-py can swallow a task cancellation that lands while a Redis call completes.
         self._cancel_requested: set[int] = set()
         self.model = model  # tests and benchmarks inject a fake; None builds it from settings
         self.sandbox = sandbox  # where skill_run runs; None: the tool is not offered
         self.skill_specs = SkillSpecCache()
+        self.mcp_servers = global_servers(settings)  # the server's, parsed once
 
-    async def _emit(self, conversation_id: str, turn: int, event: EventData) -> None:
-        # `turn` (the user message answered) lets a listener tell this turn's events from a
-        # re-announcement of an earlier one (a retried turn after a worker or Redis restart).
-        event = {**event, "conversation_id": conversation_id, "turn": turn}
-        for sink in self.sinks:
-            try:
-                await sink.emit(conversation_id, event)
-            except Exception:  # a broken listener must not break the turn
-                log.exception("event sink %r failed", sink)
+    async def _publish(self, envelope: TurnEvent | TurnEnded) -> None:
+        try:
+            await self.transport.publish(envelope)
+        except Exception:  # a lost event must not break the turn
+            log.exception("publishing an event of conversation %s failed", envelope.conversation_id)
 
     def request_cancel(self, message_id: int) -> None:
         """Stop the turn answering `message_id` (the caller also cancels its task)."""
@@ -141,7 +139,9 @@ class TurnRunner:
     async def prepare(self, conversation_id: str, message_id: int) -> PreparedTurn | Message:
         """The turn's request, or the stored answer when this turn already ran (a retry)."""
         async with self.sessionmaker() as session:
-            window = await conversations.turn_window(session, conversation_id, message_id)
+            window = await conversations.turn_window(
+                session, conversation_id, message_id, history=self.settings.history_messages
+            )
             if window.reply is not None:
                 return window.reply
             if window.user_message is None:
@@ -164,7 +164,9 @@ class TurnRunner:
                 self.skill_specs,
                 budget_tokens=self.settings.catalog_budget_tokens if budget is None else budget,
                 message=message,
-                wanted=wanted_skills(ghost, window.history, window.user_turns_before),
+                wanted=wanted_skills(
+                    ghost, window.history, window.user_turns_before, self.settings
+                ),
                 threshold=self.settings.skill_search_threshold,
             )
             preloads = ghost["spec"].get("preloadSkills", [])
@@ -174,7 +176,7 @@ class TurnRunner:
             ]
             limits = await quota_limits(session, self.settings, user.id)  # ops
             user_secrets: dict[str, str] = {}
-            if needs_secrets(ghost, self.settings, skills_use_secrets=skills.uses_secrets):
+            if needs_secrets(ghost, self.mcp_servers, skills_use_secrets=skills.uses_secrets):
                 user_secrets = await secrets.values(session, self.cipher, user.id)  # only if used
         inputs = TurnInputs(
             conversation_id=conversation_id,
@@ -190,6 +192,7 @@ class TurnRunner:
             user_message=message,
             secrets=user_secrets,
             disabled_preloads=disabled,
+            global_servers=self.mcp_servers,
         )
         directory = GhostSkillDirectory(
             self.sessionmaker,
@@ -208,9 +211,10 @@ class TurnRunner:
         self, conversation_id: str, message_id: int, *, release: Release | None = None
     ) -> Message | None:
         """Run the turn and store its answer. `release` frees the conversation for the next
-        send; it runs after the answer is stored and before `done`/`error` is announced, so a
-        client reacting to that event can send at once. None when the answer could not be
-        stored (e.g. the conversation was deleted meanwhile): the turn is over, not retried."""
+        send; it runs after the answer is stored and before the end is announced, so a client
+        reacting to it can send at once. None when the answer could not be stored (e.g. the
+        conversation was deleted meanwhile): the turn is over, not retried. A turn running past
+        `turn_deadline_s` ends with `turn_timeout`."""
         with tracer.start_as_current_span("chat.turn"):  # ops: model and tool spans nest here
             return await self._run(conversation_id, message_id, release)
 
@@ -222,53 +226,38 @@ class TurnRunner:
         slot = False
         account: TurnAccount | None = None
         observed: TurnObservation | None = None  # ops: metrics of this turn
+        deadline = asyncio.timeout(self.settings.turn_deadline_s)
         try:
             if self._slots is not None:  # inside the try: a cancel while waiting is a cancel
                 await self._slots.acquire()
                 slot = True
-            prepared = await self.prepare(conversation_id, message_id)
-            if isinstance(prepared, Message):  # a retry of a finished turn: announce it only
-                self._cancel_requested.discard(message_id)
-                await _call(release)
-                await self._emit(conversation_id, message_id, _terminal({"type": "done"}, prepared))
-                return prepared
-            request = prepared.request
-            account = TurnAccount(
-                request.user_id, prepared.ghost, request.model.name, conversation_id, message_id
-            )
-            observed = TurnObservation(
-                model_label(request.model.name, self.settings),
-                frozenset(s.name for s in request.skills if s.public),
-                enabled=self.settings.metrics,
-            )
-            turn = run_turn(
-                prepared.request,
-                skills=prepared.directory,
-                package_source=self.package_source,
-                frontend=self.frontend,
-                model=self.model,
-                pending_requests=self.pending_requests,
-                sandbox=turn_access(
-                    self.sandbox, self.sessionmaker, self.settings, conversation_id, message_id
-                ),
-            )
-            async with aclosing(turn) as events:
-                async for event in events:
-                    if message_id in self._cancel_requested:
-                        raise asyncio.CancelledError
-                    if event.type in ("done", "error"):
-                        outcome = event
-                        break
-                    progress.add(event)
-                    observed.event(event)
-                    await self._emit(conversation_id, message_id, event.model_dump(mode="json"))
-                    if event.type == "usage" and await self._over_budget(prepared, event):
-                        outcome = ErrorEvent(
-                            code="quota_exceeded",
-                            message="the user's tokens per day are spent; the turn stopped "
-                            "after its last model call",
-                        )
-                        break
+            async with deadline:
+                prepared = await self.prepare(conversation_id, message_id)
+                if isinstance(prepared, Message):  # a retry of a finished turn: announce it
+                    self._cancel_requested.discard(message_id)
+                    await _call(release)
+                    await self._end(conversation_id, message_id, None, prepared)
+                    return prepared
+                request = prepared.request
+                account = TurnAccount(
+                    request.user_id, prepared.ghost, request.model.name, conversation_id, message_id
+                )
+                observed = TurnObservation(
+                    model_label(request.model.name, self.settings),
+                    frozenset(s.name for s in request.skills if s.public),
+                    enabled=self.settings.metrics,
+                )
+                outcome = await self._stream(
+                    conversation_id, message_id, prepared, progress, observed
+                )
+            if deadline.expired():  # chat_shell turned the deadline's cancellation into an event
+                outcome = self._timed_out()
+        except TimeoutError:
+            if deadline.expired():
+                outcome = self._timed_out()
+            else:  # not ours: something inside gave up
+                log.exception("turn of conversation %s failed", conversation_id)
+                outcome = ErrorEvent(code="internal_error", message="TimeoutError")
         except asyncio.CancelledError:
             outcome = ErrorEvent(code="cancelled", message="the turn was cancelled")
         except (SkillhiveError, ChatShellError) as exc:
@@ -276,12 +265,15 @@ class TurnRunner:
         except Exception as exc:
             log.exception("turn of conversation %s failed", conversation_id)
             outcome = ErrorEvent(code="internal_error", message=type(exc).__name__)
-        if slot and self._slots is not None:
-            self._slots.release()
+        finally:
+            if slot and self._slots is not None:
+                self._slots.release()
         self._cancel_requested.discard(message_id)
         if observed is not None:
             observed.finish(outcome.code if isinstance(outcome, ErrorEvent) else None)
-        final = outcome.model_dump(mode="json") if outcome is not None else {"type": "error"}
+        error = outcome if isinstance(outcome, ErrorEvent) else None
+        if outcome is None:
+            error = ErrorEvent(code="internal_error", message="turn failed")
         try:
             message: Message | None = await self._persist(
                 conversation_id, message_id, outcome, progress, account
@@ -289,10 +281,16 @@ class TurnRunner:
         except Exception:
             log.exception("the answer to message %s could not be stored", message_id)
             message = None
-            final = {"type": "error", "code": "turn_not_stored", "message": "not stored"}
+            error = ErrorEvent(code="turn_not_stored", message="not stored")
         await _call(release)
-        await self._emit(conversation_id, message_id, _terminal(final, message))
+        await self._end(conversation_id, message_id, error, message)
         return message
+
+    def _timed_out(self) -> ErrorEvent:
+        limit = self.settings.turn_deadline_s
+        return ErrorEvent(
+            code="turn_timeout", message=f"the turn ran past its deadline of {limit:g} s"
+        )
 
     async def _over_budget(self, prepared: PreparedTurn, usage: UsageEvent) -> bool:
         if self.quotas is None:
@@ -300,6 +298,58 @@ class TurnRunner:
         tokens = usage.prompt_tokens + usage.completion_tokens
         return await self.quotas.charge_tokens(
             prepared.request.user_id, tokens, prepared.token_limit
+        )
+
+    async def _stream(
+        self,
+        conversation_id: str,
+        message_id: int,
+        prepared: PreparedTurn,
+        progress: _Progress,
+        observed: TurnObservation,
+    ) -> Event | None:
+        """Run chat_shell's turn, publishing its progress; its `done` or `error` (or
+        `quota_exceeded` once a model call spent the user's tokens of the day)."""
+        turn = run_turn(
+            prepared.request,
+            skills=prepared.directory,
+            package_source=self.package_source,
+            frontend=self.frontend,
+            model=self.model,
+            pending_requests=self.transport.registry,
+            sandbox=turn_access(
+                self.sandbox, self.sessionmaker, self.settings, conversation_id, message_id
+            ),
+        )
+        async with aclosing(turn) as events:
+            async for event in events:
+                if message_id in self._cancel_requested:
+                    raise asyncio.CancelledError
+                if event.type in ("done", "error"):
+                    return event
+                progress.add(event)
+                observed.event(event)
+                await self._publish(
+                    TurnEvent(conversation_id=conversation_id, message_id=message_id, event=event)
+                )
+                if event.type == "usage" and await self._over_budget(prepared, event):
+                    return ErrorEvent(
+                        code="quota_exceeded",
+                        message="the user's tokens per day are spent; the turn stopped "
+                        "after its last model call",
+                    )
+        return None
+
+    async def _end(
+        self, conversation_id: str, message_id: int, error: ErrorEvent | None, reply: Message | None
+    ) -> None:
+        await self._publish(
+            TurnEnded(
+                conversation_id=conversation_id,
+                message_id=message_id,
+                error=error,
+                reply=StoredMessage.of(reply) if reply is not None else None,
+            )
         )
 
     async def _persist(

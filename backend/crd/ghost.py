@@ -25,7 +25,9 @@ LEGACY_SPEC_KEYS = {"preload_skills": "preloadSkills"}
 
 
 class GhostModel(CamelModel):
-    """Model settings; unset fields fall back to the server default (SKILLHIVE_MODEL, ...)."""
+    """Model settings as a Ghost CRD states them; unset fields fall back to the server default
+    (SKILLHIVE_MODEL, ...). The key is a secret's name here; the engine's resolved form (key,
+    trust, timeouts) is `chat_shell.ModelSettings`, made by `model_settings()` in builder.py."""
 
     name: str | None = Field(None, min_length=1, max_length=200)
     base_url: str | None = Field(None, max_length=2000)

@@ -44,6 +44,9 @@ def _split_tools(value: object) -> object:
 
 
 class SkillTool(CamelModel):
+    """A tool as a Skill CRD declares it (provider optional). The engine's counterpart is
+    `chat_shell.ToolDeclaration` (provider resolved), built by `skill_spec()` in builder.py."""
+
     name: Text
     provider: Text | None = None
     config: dict[str, Any] = Field(default_factory=dict)
@@ -57,7 +60,8 @@ class SkillProvider(CamelModel):
 
 
 class McpServer(CamelModel):
-    """One MCP server. `${{...}}` placeholders stay verbatim; other keys (env, cwd) are kept."""
+    """One MCP server as stored in a CRD. `${{...}}` placeholders stay verbatim; other keys (env,
+    cwd) are kept. The engine's parsed, trust-marked form is `chat_shell.McpServerConfig`."""
 
     model_config = ConfigDict(extra="allow")
 
@@ -87,6 +91,11 @@ class SkillWarning(CamelModel):
 
 
 class SkillSpec(CamelModel):
+    """The stored spec of a Skill CRD (what users write: tags, bindShells, version, ...). Not the
+    engine's `chat_shell.SkillSpec`, which is one skill as a turn sees it (name, prompt, tool
+    wiring, package hash and files); `skill_spec()` in `backend/chat/builder.py` maps one onto
+    the other."""
+
     description: Annotated[Text, StringConstraints(strip_whitespace=True, min_length=1)]
     display_name: Text | None = None
     prompt: str = ""

@@ -26,7 +26,7 @@ from backend.ghosts.status import served_many
 from backend.ghosts.validation import GhostInput, parse_ghost
 from backend.kinds.store import Scope
 from backend.ops.quotas import check_stored
-from chat_shell.net import EgressPolicy
+from chat_shell import EgressPolicy
 
 
 @dataclass(frozen=True)

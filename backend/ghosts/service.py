@@ -24,7 +24,7 @@ from backend.ghosts.status import served, served_many
 from backend.ghosts.validation import GhostInput, parse_ghost
 from backend.kinds import store
 from backend.kinds.store import Scope
-from chat_shell.net import EgressPolicy
+from chat_shell import EgressPolicy
 
 Action = Literal["created", "configured", "unchanged"]
 

@@ -24,8 +24,8 @@ from backend.ghosts import PUBLIC_GHOSTS, PUBLIC_NAMESPACE
 from backend.kinds.store import Scope
 from backend.secrets.service import NAME_RE as SECRET_NAME
 from backend.secrets.service import check_name as check_secret_name
-from chat_shell.net import EgressPolicy
-from chat_shell.tools.mcp import (
+from chat_shell import (
+    EgressPolicy,
     McpConfigError,
     McpPlaceholderError,
     McpServerConfig,

@@ -15,7 +15,7 @@ from enum import StrEnum
 from typing import Any
 
 from backend.errors import SkillhiveError
-from chat_shell.packages import PackageReadError
+from chat_shell import PackageReadError
 
 
 class ErrorCode(StrEnum):

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 
 from backend.config import Settings
-from chat_shell.packages import ArchiveLimits as ReaderLimits
+from chat_shell import ArchiveLimits as ReaderLimits
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,8 @@ from backend.skills.fields import build_spec, resolve_name
 from backend.skills.frontmatter import parse_skill_md
 from backend.skills.limits import DEFAULT_LIMITS, ArchiveLimits
 from backend.skills.lint import WarningCode, enforce_strict, lint_spec, warning
-from chat_shell import packages
-from chat_shell.packages import SKILL_MD_NAMES, PackageFile
+from chat_shell import SKILL_MD_NAMES, PackageFile, open_package
+from chat_shell import check_archive_size as _check_archive_size
 
 __all__ = ["SKILL_MD_NAMES", "PackageFile", "SkillPackage", "read_package", "read_package_file"]
 
@@ -82,7 +82,7 @@ def read_package(
     no name. `sha256`: the digest, when the caller already hashed the bytes as they arrived.
     """
     with translated():
-        package = packages.open_package(data, limits, verify=True)
+        package = open_package(data, limits, verify=True)
         layout = package.layout
         md_entry = layout.skill_md
         if md_entry.size > limits.max_skill_md_bytes:
@@ -130,10 +130,10 @@ def read_package_file(data: bytes, path: str, *, limits: ArchiveLimits = DEFAULT
     and ignored dot-files, is 404 `file_not_found`.
     """
     with translated():
-        return packages.open_package(data, limits).read(path)
+        return open_package(data, limits).read(path)
 
 
 def check_archive_size(size: int, limits: ArchiveLimits) -> None:
     """413 `archive_too_large`; the upload route calls it while the body streams in."""
     with translated():
-        packages.check_archive_size(size, limits)
+        _check_archive_size(size, limits)

@@ -22,8 +22,6 @@ from backend.ws.rooms import NAMESPACE, conversation_room, user_room
 
 log = logging.getLogger("skillhive.ws")
 
-MAX_CONTENT = 100_000
-
 
 class _ConversationRef(BaseModel):
     conversation_id: str = Field(min_length=1, max_length=64)
@@ -37,7 +35,7 @@ class _SkillResponse(BaseModel):
 
 
 class _Send(_ConversationRef):
-    content: str = Field(min_length=1, max_length=MAX_CONTENT)
+    content: str = Field(min_length=1, max_length=conversations.MAX_MESSAGE_CHARS)
 
 
 def _error(exc: SkillhiveError) -> dict[str, Any]:
@@ -127,14 +125,14 @@ class ChatNamespace(socketio.AsyncNamespace):  # type: ignore[misc]
         _, payload = await self._owned(sid, data)
         return {
             "ok": True,
-            "cancelled": await self.runtime.dispatcher.cancel(payload.conversation_id),
+            "cancelled": await self.runtime.transport.cancel(payload.conversation_id),
         }
 
     async def on_skill_response(self, sid: str, data: Any = None) -> dict[str, Any]:
         """The browser's answer to a `skill:request`; only the request's user can resolve it,
         once. The ack carries the outcome: resolved | not_found | already_resolved | expired."""
         payload = _parse(_SkillResponse, data)
-        outcome = await self.runtime.registry.resolve(
+        outcome = await self.runtime.transport.registry.resolve(
             await self._user_id(sid),
             payload.request_id,
             payload.success,

@@ -1,15 +1,30 @@
-"""Room names and emitters into them (used by turns, wherever they run)."""
+"""Room names, and the Socket.IO edge of turns: envelopes -> `chat:*` events in rooms.
+
+Each gateway emits the envelopes its transport delivers to its own sockets only: in Redis mode
+every gateway receives every envelope once (`RedisTransport`), so nothing is republished.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 import socketio
 
-from backend.chat.events import EventData, socketio_event
+from backend.chat.transport.envelope import BrowserEvent, Envelope, TurnEnded, TurnEvent
 
 NAMESPACE = "/chat"
+
+# chat_shell event type -> Socket.IO event name (issue 5 wire names)
+_SIO_NAMES = {
+    "start": "chat:start",
+    "token": "chat:chunk",
+    "tool_start": "chat:tool",
+    "tool_end": "chat:tool",
+    "skill_loaded": "chat:skill_loaded",
+    "skill_error": "chat:notice",
+    "mcp_error": "chat:notice",
+    "usage": "chat:usage",
+}
 
 
 def conversation_room(conversation_id: str) -> str:
@@ -20,26 +35,42 @@ def user_room(user_id: int) -> str:
     return f"user:{user_id}"
 
 
-class SocketIOSink:
-    """Turn events -> `chat:*` events in the conversation's room."""
+def socketio_event(envelope: Envelope) -> tuple[str, dict[str, Any]]:
+    """The Socket.IO event (name, data) of an envelope."""
+    if isinstance(envelope, BrowserEvent):
+        return envelope.name, dict(envelope.data)
+    tags = {"conversation_id": envelope.conversation_id, "message_id": envelope.message_id}
+    if isinstance(envelope, TurnEnded):
+        reply = envelope.reply.model_dump(mode="json") if envelope.reply is not None else None
+        if envelope.error is None:
+            return "chat:done", {"message": reply, **tags}
+        return "chat:error", {
+            "code": envelope.error.code,
+            "message": envelope.error.message,
+            "reply": reply,
+            **tags,
+        }
+    return _progress(envelope, tags)
 
-    def __init__(self, server: socketio.AsyncServer | socketio.AsyncRedisManager) -> None:
+
+def _progress(envelope: TurnEvent, tags: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    event = envelope.event
+    data = event.model_dump(mode="json", exclude={"type"})
+    if event.type in ("tool_start", "tool_end"):
+        data["phase"] = "start" if event.type == "tool_start" else "end"
+    elif event.type in ("skill_error", "mcp_error"):
+        data["kind"] = event.type
+    return _SIO_NAMES.get(event.type, f"chat:{event.type}"), {**data, **tags}
+
+
+class SocketIORooms:
+    """A transport listener: emits each envelope to the conversation's room on this gateway."""
+
+    def __init__(self, server: socketio.AsyncServer) -> None:
         self.server = server
 
-    async def emit(self, conversation_id: str, event: EventData) -> None:
-        name, data = socketio_event(event)
+    async def deliver(self, envelope: Envelope) -> None:
+        name, data = socketio_event(envelope)
         await self.server.emit(
-            name, data, room=conversation_room(conversation_id), namespace=NAMESPACE
-        )
-
-
-class SocketIOFrontendChannel:
-    """chat_shell's `FrontendChannel`: events for the browser (e.g. `skill:request`)."""
-
-    def __init__(self, server: socketio.AsyncServer | socketio.AsyncRedisManager) -> None:
-        self.server = server
-
-    async def emit(self, conversation_id: str, event: str, data: Mapping[str, Any]) -> None:
-        await self.server.emit(
-            event, dict(data), room=conversation_room(conversation_id), namespace=NAMESPACE
+            name, data, room=conversation_room(envelope.conversation_id), namespace=NAMESPACE
         )

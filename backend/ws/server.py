@@ -173,6 +173,6 @@ class SocketServer(socketio.AsyncServer):  # type: ignore[misc]
 
 
 def socketio_server(settings: Settings) -> SocketServer:
-    """The gateway's Socket.IO server; with Redis, rooms span every gateway."""
-    manager = socketio.AsyncRedisManager(settings.redis_url) if settings.redis_url else None
-    return SocketServer(settings, client_manager=manager)
+    """The gateway's Socket.IO server. Its rooms are local: with Redis, each gateway hears every
+    turn envelope once from its transport and emits to its own sockets (`SocketIORooms`)."""
+    return SocketServer(settings)

@@ -14,7 +14,6 @@ from typing import Any
 import langsmith
 from langchain.agents import create_agent
 from langgraph.graph.state import CompiledStateGraph
-from langsmith._runtime_overrides import get_runtime_overrides
 from langsmith.utils import tracing_is_enabled
 
 from chat_shell.agent.middleware import TurnMiddleware
@@ -26,7 +25,6 @@ from chat_shell.tools.builtin.search_skills import SEARCH_SKILLS
 
 @cache
 def agent_graph() -> CompiledStateGraph[Any, TurnContext, Any, Any]:
-    _skip_thread_hops_when_not_tracing()
     # The model given here is never called: the middleware swaps in the turn's model and tools.
     # load_skill and search_skills are registered so LangGraph analyses them once, not per call.
     return create_agent(
@@ -51,14 +49,14 @@ async def _inline_unless_tracing(
     return ctx.run(func, *args, **kwargs)
 
 
-def _skip_thread_hops_when_not_tracing() -> None:
-    """Run LangSmith's per-hook bookkeeping inline while tracing is off.
+def inline_tracing_hooks() -> None:
+    """Opt-in, process-wide: run LangSmith's per-hook bookkeeping inline while tracing is off.
 
     LangChain wraps every middleware hook in a LangSmith span whose setup and teardown run in a
     worker thread, so they never block the loop when a trace is being sent. With tracing off
     they are a few microseconds of in-memory work, but the two thread hops per hook were the
-    largest cost of a fast turn. LangSmith's public override keeps the default whenever tracing
-    is on, and an override the host installed itself is left alone.
+    largest cost of a fast turn. This sets LangSmith's public runtime override, which replaces
+    any other, so only the host decides (`SKILLHIVE_INLINE_TRACING_HOOKS`); the override keeps
+    the default whenever tracing is on.
     """
-    if get_runtime_overrides().aio_to_thread is None:
-        langsmith.set_runtime_overrides(aio_to_thread=_inline_unless_tracing)
+    langsmith.set_runtime_overrides(aio_to_thread=_inline_unless_tracing)

@@ -385,7 +385,11 @@ class TurnSession:
         if not servers:
             return []
         if self._pool is None:  # only turns that use MCP pay for a pool
-            pool = McpSessionPool(egress=self.request.egress)
+            pool = McpSessionPool(
+                egress=self.request.egress,
+                connect_timeout_s=self.request.mcp_connect_timeout_s,
+                call_timeout_s=self.request.mcp_call_timeout_s,
+            )
             self._pool = await self._stack.enter_async_context(pool)
         # The pool knows its own names (and which of them a skill's servers may take over).
         pooled = {id(t) for t in self._pool.tools}

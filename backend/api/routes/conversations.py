@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack
 from datetime import datetime
@@ -13,11 +12,12 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from backend.api.deps import CurrentUser, SessionDep
+from backend.api.deps import ChatDep, CurrentUser, SessionDep, TransportDep
 from backend.api.errors import errors
+from backend.api.sse import sse_frame
 from backend.chat import conversations
-from backend.chat.events import TERMINAL, EventData, message_json
-from backend.chat.runtime import DEFAULT_TITLE, ChatRuntime
+from backend.chat.runtime import DEFAULT_TITLE
+from backend.chat.transport import TurnEnded, TurnEnvelope, message_json
 from backend.db.models import Conversation
 from backend.errors import ServiceUnavailable
 from backend.ghosts.resolve import resolve_ghost
@@ -25,8 +25,6 @@ from backend.ops.quotas import check_stored
 from backend.ops.usage import conversation_totals
 
 router = APIRouter(prefix="/conversations", tags=["conversations"])
-
-MAX_CONTENT = 100_000
 
 
 class ConversationCreate(BaseModel):
@@ -74,11 +72,11 @@ class ConversationList(BaseModel):
 
 
 class MessageIn(BaseModel):
-    content: str = Field(min_length=1, max_length=MAX_CONTENT)
+    content: str = Field(min_length=1, max_length=conversations.MAX_MESSAGE_CHARS)
 
 
 class MessageOut(BaseModel):
-    """A stored message (`backend.chat.events.message_json`)."""
+    """A stored message (`StoredMessage` in `backend/chat/transport/envelope.py`)."""
 
     id: int
     conversation_id: str
@@ -109,11 +107,6 @@ _SSE_EVENTS = (
     "`start`, `token`, `tool_start`, `tool_end`, `skill_loaded`, `skill_error`, `mcp_error`, "
     "`artifact`, `mcp_call`, `usage`, then `done` or `error`"
 )
-
-
-def _runtime(request: Request) -> ChatRuntime:
-    runtime: ChatRuntime = request.app.state.chat
-    return runtime
 
 
 @router.post(
@@ -156,11 +149,11 @@ async def get_conversation(
 
 @router.delete("/{conversation_id}", status_code=204, responses=_NOT_FOUND)
 async def delete_conversation(
-    conversation_id: str, user: CurrentUser, session: SessionDep, request: Request
+    conversation_id: str, user: CurrentUser, session: SessionDep, transport: TransportDep
 ) -> Response:
     await conversations.get(session, user.id, conversation_id)
     await session.commit()  # ends the read: no connection held while the turn stops
-    await _runtime(request).dispatcher.cancel(conversation_id)
+    await transport.cancel(conversation_id)
     await conversations.delete(session, user.id, conversation_id)
     await session.commit()
     return Response(status_code=204)
@@ -168,12 +161,12 @@ async def delete_conversation(
 
 @router.post("/{conversation_id}/cancel", responses=_NOT_FOUND)
 async def cancel_turn(
-    conversation_id: str, user: CurrentUser, session: SessionDep, request: Request
+    conversation_id: str, user: CurrentUser, session: SessionDep, transport: TransportDep
 ) -> CancelResult:
     """Cancel the running turn (it ends with `cancelled`); `cancelled: false` if none ran."""
     await conversations.get(session, user.id, conversation_id)
     await session.commit()  # ends the read: no connection held while the turn stops
-    return CancelResult(cancelled=await _runtime(request).dispatcher.cancel(conversation_id))
+    return CancelResult(cancelled=await transport.cancel(conversation_id))
 
 
 @router.get(
@@ -193,10 +186,6 @@ async def list_messages(
         session, conversation_id, limit=limit, token=continue_
     )
     return JSONResponse({"items": [message_json(m) for m in rows], "continue": token})
-
-
-def _sse(event: EventData) -> bytes:
-    return f"event: {event['type']}\ndata: {json.dumps(event, separators=(',', ':'))}\n\n".encode()
 
 
 @router.post(
@@ -224,19 +213,23 @@ def _sse(event: EventData) -> bytes:
     },
 )
 async def send_message(
-    conversation_id: str, body: MessageIn, user: CurrentUser, request: Request
+    conversation_id: str,
+    body: MessageIn,
+    user: CurrentUser,
+    request: Request,
+    chat: ChatDep,
+    transport: TransportDep,
 ) -> Response:
     """Run a turn. `Accept: text/event-stream` streams its events; otherwise the answer (JSON)
     comes back once the turn ends. A second send while a turn runs is 409 `turn_in_progress`;
     one more turn than the caller may run at once is 429 `too_many_turns`."""
-    runtime = _runtime(request)
     stack = AsyncExitStack()
     # Subscribe before the turn starts, so no event can slip past.
-    events: AsyncIterator[EventData] = await stack.enter_async_context(
-        runtime.bus.subscribe(conversation_id)
+    events: AsyncIterator[TurnEnvelope] = await stack.enter_async_context(
+        transport.subscribe(conversation_id)
     )
     try:
-        message_id = await runtime.send(user.id, conversation_id, body.content)
+        message_id = await chat.send(user.id, conversation_id, body.content)
     except BaseException:
         await stack.aclose()
         raise
@@ -245,11 +238,11 @@ async def send_message(
 
         async def stream() -> AsyncIterator[bytes]:
             try:
-                async for event in events:
-                    if event.get("turn") != message_id:
+                async for envelope in events:
+                    if envelope.message_id != message_id:
                         continue  # another turn's (e.g. a retried earlier one) announcement
-                    yield _sse(event)
-                    if event["type"] in TERMINAL:
+                    yield sse_frame(envelope)
+                    if isinstance(envelope, TurnEnded):
                         break
             finally:
                 await stack.aclose()
@@ -265,13 +258,13 @@ async def send_message(
         )
 
     async with stack:
-        final: dict[str, Any] = {}
-        async for event in events:
-            if event["type"] in TERMINAL and event.get("turn") == message_id:
-                final = event
+        reply = None
+        async for envelope in events:
+            if isinstance(envelope, TurnEnded) and envelope.message_id == message_id:
+                reply = envelope.reply
                 break
-    if not final.get("reply"):
+    if reply is None:
         raise ServiceUnavailable(
             "the turn ended but its answer could not be stored", code="turn_not_stored"
         )
-    return JSONResponse(final["reply"])
+    return JSONResponse(reply.model_dump(mode="json"))

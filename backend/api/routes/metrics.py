@@ -12,7 +12,7 @@ from typing import Any, Literal
 from fastapi import APIRouter, Request
 from pydantic import BaseModel
 
-from backend.api.deps import AdminUser
+from backend.api.deps import AdminUser, TransportDep
 from backend.api.errors import errors
 from backend.chat.sandbox import sandbox_status
 
@@ -33,16 +33,15 @@ class Metrics(BaseModel):
 
 
 @router.get("/metrics", responses=errors(403), deprecated=True)
-async def metrics(_: AdminUser, request: Request) -> Metrics:
+async def metrics(_: AdminUser, request: Request, transport: TransportDep) -> Metrics:
     """Deprecated: scrape `GET /metrics` (Prometheus text format) instead.
 
     Pending browser requests of this process: waiting now, and answers resolved, expired
     and rejected since start (sum them across gateways and workers); whether this process can
     run skill scripts in the sandbox, and if not why."""
-    runtime = request.app.state.chat
     settings = request.app.state.settings
     return Metrics(
         mode="redis" if settings.redis_url else "embedded",
-        pending_requests=PendingRequests(**asdict(runtime.registry.metrics())),
+        pending_requests=PendingRequests(**asdict(transport.registry.metrics())),
         sandbox=await sandbox_status(request.app.state.sandbox, settings),
     )

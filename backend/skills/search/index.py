@@ -8,18 +8,17 @@ FTS5 entry with it. The migration that created the index builds it for existing 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
 from sqlalchemy import delete, insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from backend.chat.builder import stored_mcp_uses_secrets
 from backend.db.models import Kind, SkillLabel, SkillSearch
 from backend.skills.search.text import skill_text
 
 CHAT_SHELL = "Chat"
-SECRET_MARKER = "secrets."  # as backend/chat/builder.py: loose on purpose
 # A catalog entry is `<skill><name>N</name><description>D</description></skill>` plus a newline.
 ENTRY_OVERHEAD_CHARS = 52
 
@@ -47,7 +46,7 @@ def index_values(
         "description": description,
         "sha256": str(status.get("sha256", "")),
         "catalog_chars": len(name) + len(description) + ENTRY_OVERHEAD_CHARS,
-        "uses_secrets": SECRET_MARKER in json.dumps(spec.get("mcpServers") or {}),
+        "uses_secrets": stored_mcp_uses_secrets(spec.get("mcpServers")),
         "name_terms": text.name,
         "tag_terms": text.tags,
         "when_terms": text.when,

@@ -37,6 +37,8 @@ class McpServerConfig(BaseModel):
     stdio, `url` -> streamable_http), as common MCP client configs do. `timeout` is the connect
     timeout in seconds (None: the pool's default). `trusted` is set by the caller, never taken
     from user input: parse untrusted data with `parse_mcp_servers(..., trusted=False)`.
+    The host keeps its own stored form (backend's CRD `McpServer`, placeholders verbatim) and
+    parses it into this one.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)

@@ -13,6 +13,7 @@ import httpx
 from asgi_lifespan import LifespanManager
 
 from backend.app import create_app
+from backend.chat.transport import TurnEnded
 from backend.config import Settings
 from tests.backend.api.test_auth import assert_error
 from tests.backend.chat.conftest import PDF_PROMPT, ChatSetup, make_setup
@@ -151,9 +152,11 @@ async def test_sse_streams_the_turn_events(
         assert response.status_code == 200
         assert response.headers["content-type"].startswith("text/event-stream")
         body = (await response.aread()).decode()
+        turn = int(response.headers["x-message-id"])
     events = parse_sse(body)
     kinds = [kind for kind, _ in events]
     assert kinds[0] == "start" and kinds[-1] == "done"
+    assert {(data["conversation_id"], data["message_id"]) for _, data in events} == {(cid, turn)}
     assert {"tool_start", "tool_end", "skill_loaded", "token", "usage"} <= set(kinds)
     assert kinds.index("skill_loaded") < kinds.index("token")
     text = "".join(data["delta"] for kind, data in events if kind == "token")
@@ -162,6 +165,7 @@ async def test_sse_streams_the_turn_events(
     done = events[-1][1]
     assert done["message"]["content"] == "Streaming answer here."
     assert done["message"]["id"] > 0
+    assert set(done) == {"type", "message", "conversation_id", "message_id"}  # the answer once
 
 
 async def test_offline_model_answers_without_any_server(
@@ -279,8 +283,8 @@ async def test_a_reannounced_earlier_turn_does_not_answer_the_current_one(
     cid = await chat.conversation(client)
     async with held_turn(client, chat, openai_server, cid, "the real answer") as waiting:
         # What a retried, already answered earlier turn announces (after a worker restart).
-        stale = {"type": "done", "turn": -1, "conversation_id": cid, "message": {"content": "old"}}
-        await app.state.chat.bus.emit(cid, stale)
+        stale = TurnEnded(conversation_id=cid, message_id=-1, reply=None)
+        await app.state.chat.transport.publish(stale)
     assert (await waiting).json()["content"] == "the real answer"
 
 
@@ -330,19 +334,20 @@ async def test_conversations_and_messages_are_paginated(
 async def test_a_turn_whose_conversation_vanished_ends_once_with_an_error(app: Any) -> None:
     """E.g. the conversation was deleted while a worker ran its turn: the turn must end (and be
     acknowledged), not raise and be retried forever."""
-    runner = app.state.chat.dispatcher.runner
+    runner = app.state.chat.runner
     released = []
 
     async def release() -> None:
         released.append(True)
 
-    async with app.state.chat.bus.subscribe("gone") as events:
+    async with app.state.chat.transport.subscribe("gone") as events:
         result = await runner.run("gone", 424242, release=release)
         final = await anext(events)
     assert result is None
     assert released == [True]
-    assert final["type"] == "error" and final["code"] == "turn_not_stored"
-    assert final["reply"] is None and final["turn"] == 424242
+    assert isinstance(final, TurnEnded) and final.error is not None
+    assert final.error.code == "turn_not_stored"
+    assert final.reply is None and final.message_id == 424242
 
 
 async def test_a_cancel_request_stops_the_turn_even_if_the_task_cancellation_was_lost(
@@ -356,7 +361,7 @@ async def test_a_cancel_request_stops_the_turn_even_if_the_task_cancellation_was
             f"/api/v1/conversations/{cid}/messages", headers=chat.account.headers
         )
         user_message_id = listed.json()["items"][0]["id"]
-        app.state.chat.dispatcher.runner.request_cancel(user_message_id)  # no task.cancel()
+        app.state.chat.runner.request_cancel(user_message_id)  # no task.cancel()
     answer = (await running).json()
     assert answer["status"] == "cancelled"
     assert answer["content"] != text
@@ -369,19 +374,20 @@ async def test_a_retried_finished_turn_is_announced_again_not_run_twice(
     cid = await chat.conversation(client)
     openai_server.script(Reply(text="only once"))
     first = (await send(client, chat, cid, "hi")).json()
-    runner = app.state.chat.dispatcher.runner
+    runner = app.state.chat.runner
     released = []
 
     async def release() -> None:
         released.append(True)
 
-    async with app.state.chat.bus.subscribe(cid) as events:
+    async with app.state.chat.transport.subscribe(cid) as events:
         again = await runner.run(cid, first["reply_to"], release=release)
         announced = await anext(events)
     assert again is not None and again.id == first["id"]
     assert released == [True]  # the conversation is freed for the next send
-    assert announced["type"] == "done" and announced["reply"]["id"] == first["id"]
-    assert announced["message"]["content"] == "only once"
+    assert isinstance(announced, TurnEnded) and announced.error is None
+    assert announced.reply is not None and announced.reply.id == first["id"]
+    assert announced.reply.content == "only once"
     assert len(openai_server.requests) == 1  # the model was not called again
     listed = await client.get(f"/api/v1/conversations/{cid}/messages", headers=chat.account.headers)
     assert [m["role"] for m in listed.json()["items"]] == ["user", "assistant"]

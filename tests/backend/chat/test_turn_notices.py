@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import httpx
 
-from backend.chat.events import socketio_event
+from backend.chat.transport import TurnEvent
+from backend.ws.rooms import socketio_event
+from chat_shell.contracts import SkillErrorEvent
 from tests.backend.chat.conftest import PDF_PROMPT, make_setup
 from tests.backend.chat.test_rest_chat import parse_sse, system_prompt
 from tests.conftest import Account
@@ -69,7 +71,8 @@ async def test_an_enabled_preloaded_skill_brings_no_notice(
 
 
 def test_the_notice_reaches_socketio_as_chat_notice() -> None:
-    name, data = socketio_event({**NOTICE, "conversation_id": "c", "turn": 3})
+    notice = SkillErrorEvent.model_validate(NOTICE)
+    name, data = socketio_event(TurnEvent(conversation_id="c", message_id=3, event=notice))
 
     assert name == "chat:notice"
     assert data == {
@@ -78,5 +81,5 @@ def test_the_notice_reaches_socketio_as_chat_notice() -> None:
         "code": "skill_disabled",
         "message": NOTICE["message"],
         "conversation_id": "c",
-        "turn": 3,
+        "message_id": 3,
     }

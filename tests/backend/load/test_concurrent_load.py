@@ -1,6 +1,6 @@
-"""Load, together on one live gateway with the default pool: 64 concurrent JSON chats, 200 concurrent
-SSE chats, 16 uploads trickling their last bytes, and a user polling `/me`. No answer may be a
-5xx, every answer must be stored, and `/me` keeps its p99 under a second.
+"""Load, together on one live gateway with the default pool: 64 concurrent JSON chats, 200
+concurrent SSE chats, 16 uploads trickling their last bytes, and a user polling `/me`. No answer
+may be a 5xx, every answer must be stored, and `/me` keeps its p99 under a second.
 
 The pool has its default 10 (+10 overflow) connections: a request that kept its connection
 through a turn, an SSE stream or a slow body would exhaust it within the first twenty requests.

@@ -1,22 +1,31 @@
-"""The shared agent graph and the LangSmith thread-hop override it installs."""
+"""The shared agent graph, and the LangSmith thread-hop override a host may opt into."""
 
 from __future__ import annotations
 
 import contextvars
 import threading
 from typing import Any
+from unittest import mock
 
 import langsmith
-from langsmith._runtime_overrides import get_runtime_overrides
 
+from chat_shell import inline_tracing_hooks
 from chat_shell.agent.graph import _inline_unless_tracing, agent_graph
 
 probe: contextvars.ContextVar[str] = contextvars.ContextVar("probe", default="unset")
 
 
-def test_the_graph_is_built_once_and_installs_the_override() -> None:
-    assert agent_graph() is agent_graph()
-    assert get_runtime_overrides().aio_to_thread is _inline_unless_tracing
+def test_the_graph_is_built_once_and_installs_nothing_process_wide() -> None:
+    agent_graph.cache_clear()
+    with mock.patch.object(langsmith, "set_runtime_overrides") as override:
+        assert agent_graph() is agent_graph()
+    override.assert_not_called()
+
+
+def test_the_override_is_installed_only_when_the_host_asks() -> None:
+    with mock.patch.object(langsmith, "set_runtime_overrides") as override:
+        inline_tracing_hooks()
+    override.assert_called_once_with(aio_to_thread=_inline_unless_tracing)
 
 
 def where() -> tuple[str, int]:
