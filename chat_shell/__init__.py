@@ -34,24 +34,32 @@ _EXPORTS = {
         "UserRef",
     ],
     "chat_shell.errors": ["ChatShellError", "ProviderLoadError"],
-    "chat_shell.models": ["OFFLINE_MODEL"],
-    "chat_shell.net": ["EgressForbidden", "EgressPolicy"],
+    "chat_shell.models": ["OFFLINE_MODEL", "open_chat_model"],
+    "chat_shell.net": ["EgressForbidden", "EgressPolicy", "EgressTransport"],
+    "chat_shell.observe": ["McpScope", "set_observer"],
     "chat_shell.packages": [
-        "DEFAULT_ARCHIVE_LIMITS",
-        "SKILL_MD_NAMES",
         "ArchiveLimits",
+        "DEFAULT_ARCHIVE_LIMITS",
         "PackageFile",
         "PackageReadError",
+        "ReadCode",
+        "SKILL_MD_NAMES",
         "check_archive_size",
+        "is_ignored",
         "open_package",
+        "path_problem",
     ],
+    "chat_shell.packages.archive": ["open_archive"],
     "chat_shell.ports": ["PackageSource", "SkillDirectory"],
-    "chat_shell.sandbox": ["BubblewrapSandbox", "SandboxLimits"],
+    "chat_shell.sandbox": ["BubblewrapSandbox", "SandboxLimits", "WORKSPACE_DIR"],
+    "chat_shell.sandbox.workspace": ["safe_relative_path"],
     "chat_shell.skills.active": ["last_loaded_records"],
+    "chat_shell.skills.allowed": ["tool_allowed"],
     "chat_shell.tools.mcp": [
         "McpConfigError",
         "McpPlaceholderError",
         "McpServerConfig",
+        "McpSessionPool",
         "McpStdioForbiddenError",
         "check_stdio_allowed",
         "find_placeholders",
@@ -66,19 +74,20 @@ _EXPORTS = {
         "RedisPendingRequestRegistry",
     ],
     "chat_shell.tools.sandbox": ["SandboxAccess"],
+    "chat_shell.tools.sandbox.files": ["ArtifactLimits", "NewArtifact", "SavedArtifact"],
 }
 _MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
 
 __all__ = [
-    "DEFAULT_ARCHIVE_LIMITS",
-    "OFFLINE_MODEL",
-    "SKILL_MD_NAMES",
     "ArchiveLimits",
+    "ArtifactLimits",
     "BubblewrapSandbox",
     "CatalogEntry",
     "ChatShellError",
+    "DEFAULT_ARCHIVE_LIMITS",
     "EgressForbidden",
     "EgressPolicy",
+    "EgressTransport",
     "ErrorEvent",
     "Event",
     "HistoryMessage",
@@ -86,17 +95,24 @@ __all__ = [
     "McpConfigError",
     "McpErrorEvent",
     "McpPlaceholderError",
+    "McpScope",
     "McpServerConfig",
+    "McpSessionPool",
     "McpStdioForbiddenError",
     "ModelSettings",
+    "NewArtifact",
+    "OFFLINE_MODEL",
     "PackageFile",
     "PackageReadError",
     "PackageSource",
     "PendingRequestRegistry",
     "ProviderLoadError",
+    "ReadCode",
     "RedisPendingRequestRegistry",
+    "SKILL_MD_NAMES",
     "SandboxAccess",
     "SandboxLimits",
+    "SavedArtifact",
     "SkillDirectory",
     "SkillErrorEvent",
     "SkillLoadedEvent",
@@ -110,16 +126,24 @@ __all__ = [
     "TurnRequest",
     "UsageEvent",
     "UserRef",
+    "WORKSPACE_DIR",
     "check_archive_size",
     "check_stdio_allowed",
     "find_placeholders",
     "inline_tracing_hooks",
+    "is_ignored",
     "last_loaded_records",
     "merge_mcp_servers",
+    "open_archive",
+    "open_chat_model",
     "open_package",
     "parse_mcp_server",
     "parse_mcp_servers",
+    "path_problem",
     "run_turn",
+    "safe_relative_path",
+    "set_observer",
+    "tool_allowed",
     "validate_placeholders",
 ]
 
@@ -147,24 +171,32 @@ if TYPE_CHECKING:
         UserRef,
     )
     from chat_shell.errors import ChatShellError, ProviderLoadError
-    from chat_shell.models import OFFLINE_MODEL
-    from chat_shell.net import EgressForbidden, EgressPolicy
+    from chat_shell.models import OFFLINE_MODEL, open_chat_model
+    from chat_shell.net import EgressForbidden, EgressPolicy, EgressTransport
+    from chat_shell.observe import McpScope, set_observer
     from chat_shell.packages import (
         DEFAULT_ARCHIVE_LIMITS,
         SKILL_MD_NAMES,
         ArchiveLimits,
         PackageFile,
         PackageReadError,
+        ReadCode,
         check_archive_size,
+        is_ignored,
         open_package,
+        path_problem,
     )
+    from chat_shell.packages.archive import open_archive
     from chat_shell.ports import PackageSource, SkillDirectory
-    from chat_shell.sandbox import BubblewrapSandbox, SandboxLimits
+    from chat_shell.sandbox import WORKSPACE_DIR, BubblewrapSandbox, SandboxLimits
+    from chat_shell.sandbox.workspace import safe_relative_path
     from chat_shell.skills.active import last_loaded_records
+    from chat_shell.skills.allowed import tool_allowed
     from chat_shell.tools.mcp import (
         McpConfigError,
         McpPlaceholderError,
         McpServerConfig,
+        McpSessionPool,
         McpStdioForbiddenError,
         check_stdio_allowed,
         find_placeholders,
@@ -179,6 +211,7 @@ if TYPE_CHECKING:
         RedisPendingRequestRegistry,
     )
     from chat_shell.tools.sandbox import SandboxAccess
+    from chat_shell.tools.sandbox.files import ArtifactLimits, NewArtifact, SavedArtifact
 
 
 def __getattr__(name: str) -> Any:

@@ -13,7 +13,7 @@ import zipfile
 
 from backend.skills.errors import ErrorCode, PackageError
 from backend.skills.limits import ArchiveLimits
-from chat_shell.sandbox.workspace import safe_relative_path
+from chat_shell import safe_relative_path
 
 ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")
 

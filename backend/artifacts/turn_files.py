@@ -9,8 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from backend.artifacts import store
 from backend.config import Settings
-from chat_shell.tools.sandbox import SandboxAccess
-from chat_shell.tools.sandbox.files import ArtifactLimits, NewArtifact, SavedArtifact
+from chat_shell import ArtifactLimits, NewArtifact, SandboxAccess, SavedArtifact
 
 
 def artifact_limits(settings: Settings) -> ArtifactLimits:

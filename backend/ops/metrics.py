@@ -35,9 +35,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from backend.config import Settings
-from chat_shell.contracts import Event
-from chat_shell.observe import McpScope
-from chat_shell.tools.pending_requests import PendingRequestRegistry
+from chat_shell import Event, McpScope, PendingRequestRegistry
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 

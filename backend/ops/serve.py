@@ -13,8 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from backend.config import Settings
 from backend.ops.metrics import ProcessSources, PrometheusObserver, exposition_registry
-from chat_shell.observe import set_observer
-from chat_shell.tools.pending_requests import PendingRequestRegistry
+from chat_shell import PendingRequestRegistry, set_observer
 
 
 def observe_chat_shell() -> None:

@@ -15,7 +15,7 @@ from sqlalchemy import Date, cast, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.db.models import UsageRecord, User
-from chat_shell.contracts import UsageEvent
+from chat_shell import UsageEvent
 
 GroupBy = Literal["day", "ghost", "model", "user"]
 

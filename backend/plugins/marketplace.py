@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 from backend.errors import InvalidRequest
 from backend.plugins.tree import MARKETPLACE, Tree, TreeFile
-from chat_shell.packages import path_problem
+from chat_shell import path_problem
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from backend.skills.errors import ErrorCode, PackageError
 from backend.skills.frontmatter import parse_skill_md
 from backend.skills.limits import ArchiveLimits
 from backend.skills.package import SKILL_MD_NAMES, SkillPackage, read_package
-from chat_shell.packages import is_ignored
+from chat_shell import is_ignored
 
 KEPT_TEXT_BYTES = 64 * 1024  # agents and hooks: text kept up to this size
 _EPOCH = (1980, 1, 1, 0, 0, 0)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from backend.errors import InvalidRequest
 from backend.skills.errors import translated
 from backend.skills.limits import ArchiveLimits
-from chat_shell.packages.archive import open_archive
+from chat_shell import open_archive
 
 
 @dataclass(frozen=True)

@@ -24,10 +24,7 @@ from langchain_core.messages import HumanMessage, SystemMessage, ToolMessage
 from pydantic import BaseModel, Field, ValidationError
 
 from backend.errors import InvalidRequest
-from chat_shell.net import EgressPolicy
-from chat_shell.sandbox import WORKSPACE_DIR
-from chat_shell.skills.allowed import tool_allowed
-from chat_shell.tools.mcp import McpSessionPool, parse_mcp_servers
+from chat_shell import WORKSPACE_DIR, EgressPolicy, McpSessionPool, parse_mcp_servers, tool_allowed
 
 MAX_REQUEST_CHARS = 4000
 MAX_INSTRUCTIONS_CHARS = 8000

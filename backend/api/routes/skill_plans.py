@@ -18,7 +18,7 @@ from backend.chat.builder import model_settings
 from backend.errors import Forbidden, InvalidRequest
 from backend.ghosts.service import find as find_ghost
 from backend.skills import plans, service
-from chat_shell.models import open_chat_model
+from chat_shell import open_chat_model
 
 router = APIRouter(prefix="/namespaces/{namespace}/skills/{name}", tags=["skill plans"])
 

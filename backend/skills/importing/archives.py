@@ -11,8 +11,7 @@ import zlib
 from backend.skills.errors import translated
 from backend.skills.importing.limits import FetchLimits
 from backend.skills.importing.tree import TreeFile
-from chat_shell.packages import ArchiveLimits, PackageReadError, ReadCode, path_problem
-from chat_shell.packages.archive import open_archive
+from chat_shell import ArchiveLimits, PackageReadError, ReadCode, open_archive, path_problem
 
 ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")
 GZIP_MAGIC = b"\x1f\x8b"

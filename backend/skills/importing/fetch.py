@@ -20,8 +20,7 @@ from backend.skills.importing.git import fetch_git
 from backend.skills.importing.http import Downloader
 from backend.skills.importing.limits import FetchLimits
 from backend.skills.importing.tree import FetchedTree, TreeFile
-from chat_shell.net import EgressPolicy
-from chat_shell.packages import path_problem
+from chat_shell import EgressPolicy, path_problem
 
 ARCHIVE_SUFFIXES = (".zip", ".tar.gz", ".tgz")
 _REFS_LINE = re.compile(rb"[0-9a-f]{40}\t\S+")

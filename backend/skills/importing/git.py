@@ -27,7 +27,7 @@ from backend.skills.errors import ErrorCode, PackageError
 from backend.skills.importing.errors import FetchError, FetchFailed, refused
 from backend.skills.importing.http import Downloader, timed_out
 from backend.skills.importing.tree import TreeFile
-from chat_shell.packages import PackageReadError, ReadCode, path_problem
+from chat_shell import PackageReadError, ReadCode, path_problem
 
 _SHA = re.compile(r"[0-9a-f]{40}")
 _GITLINK = 0o160000  # a submodule: its files are in another repository

@@ -20,7 +20,7 @@ import httpx
 
 from backend.skills.importing.errors import FetchFailed, FetchTimeout, refused, too_large
 from backend.skills.importing.limits import FetchLimits
-from chat_shell.net import EgressForbidden, EgressPolicy, EgressTransport
+from chat_shell import EgressForbidden, EgressPolicy, EgressTransport
 
 MAX_REDIRECTS = 5
 _REDIRECTS = {301, 302, 303, 307, 308}

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from chat_shell.packages import SKILL_MD_NAMES, PackageReadError, is_ignored
+from chat_shell import SKILL_MD_NAMES, PackageReadError, is_ignored
 
 FIXED_TIME = (1980, 1, 1, 0, 0, 0)  # the earliest a ZIP can say
 _SAMPLE = 64 * 1024
