@@ -38,6 +38,7 @@ from backend.chat.runtime import ChatRuntime
 from backend.chat.sandbox import create_sandbox
 from backend.config import Settings, get_settings, unknown_env_variables
 from backend.db.engine import create_engine, create_sessionmaker
+from backend.plugins.remote import SourceFetcher
 from backend.redis_client import create_redis
 from backend.secrets.cipher import load_cipher
 from backend.skills.builtin import sync_builtin_skills
@@ -141,6 +142,8 @@ def create_app(
     app.state.sio = sio
     app.state.chat = runtime
     app.state.sandbox = sandbox
+    # marketplace entries with a remote source are fetched as URL imports are (egress, limits)
+    app.state.plugin_fetcher = SourceFetcher(lambda: app.state.settings)
     app.state.auth_notices = sio.live_auth  # routes that end authorization tell open sockets
     install_error_handlers(app)
     app.add_middleware(BodyLimitMiddleware, settings=settings)
