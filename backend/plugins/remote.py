@@ -1,4 +1,5 @@
-"""Plugins from URLs: the URL importer's `fetch_source` as the marketplace's `RemoteFetcher`.
+"""Plugins from URLs: `import_fetched` (`POST .../plugins/import`) and the URL importer's
+`fetch_source` as the marketplace's `RemoteFetcher`.
 
 Every fetch goes through the egress policy (the URL and every redirect) and the
 `SKILLHIVE_IMPORT_*` limits, exactly as a skill import from a URL. A remote `url` source is that
@@ -8,12 +9,18 @@ from the sub-folder `path`.
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.config import Settings
-from backend.plugins.marketplace import RemoteSource
-from backend.plugins.tree import TreeFile
+from backend.kinds.store import Scope
+from backend.plugins import service
+from backend.plugins.marketplace import RemoteFetcher, RemoteSource
+from backend.plugins.tree import TreeFile, rooted
 from backend.skills.errors import translated
 from backend.skills.importing.errors import refused
 from backend.skills.importing.fetch import fetch_source
@@ -49,3 +56,22 @@ class SourceFetcher:
             FetchLimits.from_settings(settings),
         )
         return plugin_files(fetched)
+
+
+async def import_fetched(
+    session: AsyncSession,
+    settings: Settings,
+    scope: Scope,
+    fetched: FetchedTree,
+    *,
+    actor: int,
+    fetcher: RemoteFetcher | None = None,
+) -> tuple[bool, dict[str, Any]]:
+    """Import a plugin or marketplace fetched from a URL; each plugin records that source."""
+    tree, folder = rooted(plugin_files(fetched))
+    path = posixpath.join(fetched.path, folder or "").strip("/")
+    origin = {"url": fetched.url, "ref": fetched.ref, "commit": fetched.commit, "path": path}
+    name = folder or fetched.root_name or "plugin"
+    return await service.import_tree(
+        session, settings, scope, tree, name, actor=actor, fetcher=fetcher, origin=origin
+    )

@@ -29,10 +29,8 @@ from backend.kinds import store
 from backend.kinds.store import Scope
 from backend.plugins.marketplace import Listing, RemoteFetcher, listings
 from backend.plugins.reader import PluginDraft, read_plugin
-from backend.plugins.remote import plugin_files
 from backend.plugins.tree import MARKETPLACE, TreeFile, read_tree, rooted, subtree
 from backend.skills import versions
-from backend.skills.importing.tree import FetchedTree
 from backend.skills.limits import ArchiveLimits
 from backend.skills.search.index import index_skill
 
@@ -237,25 +235,6 @@ async def import_archive(
     tree, folder = await asyncio.to_thread(lambda: rooted(read_tree(data, _limits(settings))))
     return await import_tree(
         session, settings, scope, tree, folder or "plugin", actor=actor, fetcher=fetcher
-    )
-
-
-async def import_fetched(
-    session: AsyncSession,
-    settings: Settings,
-    scope: Scope,
-    fetched: FetchedTree,
-    *,
-    actor: int,
-    fetcher: RemoteFetcher | None = None,
-) -> tuple[bool, dict[str, Any]]:
-    """Import a plugin or marketplace fetched from a URL; each plugin records that source."""
-    tree, folder = rooted(plugin_files(fetched))
-    origin = {"url": fetched.url, "ref": fetched.ref, "commit": fetched.commit, "path": ""}
-    origin["path"] = posixpath.join(fetched.path, folder or "").strip("/")
-    name = folder or fetched.root_name or "plugin"
-    return await import_tree(
-        session, settings, scope, tree, name, actor=actor, fetcher=fetcher, origin=origin
     )
 
 

@@ -24,7 +24,7 @@ from backend.ghosts import PUBLIC_GHOSTS
 from backend.kinds import store
 from backend.kinds.store import Scope
 from backend.plugins import commands as ghost_commands
-from backend.plugins import service
+from backend.plugins import remote, service
 from backend.skills.importing.fetch import fetch_source
 from backend.skills.importing.limits import FetchLimits
 from backend.skills.limits import ArchiveLimits
@@ -131,7 +131,7 @@ def _register(router: APIRouter, read_scope: ScopeDep, write_scope: ScopeDep, *,
             body.url, body.ref, body.path, settings.egress, FetchLimits.from_settings(settings)
         )
         fetcher = getattr(request.app.state, "plugin_fetcher", None)
-        created, answer = await service.import_fetched(
+        created, answer = await remote.import_fetched(
             session, settings, scope, fetched, actor=user.id, fetcher=fetcher
         )
         return JSONResponse(answer, status_code=201 if created else 200)
