@@ -27,7 +27,7 @@ from backend.egress import check_egress
 from backend.errors import Conflict, InvalidRequest, SkillhiveError
 from backend.kinds import store
 from backend.kinds.store import Scope
-from backend.plugins.marketplace import Listing, RemoteFetcher, listings
+from backend.plugins.marketplace import Listing, RemoteFetcher, SharedBudget, listings
 from backend.plugins.reader import PluginDraft, read_plugin
 from backend.plugins.tree import MARKETPLACE, TreeFile, read_tree, rooted, subtree
 from backend.skills import versions
@@ -251,6 +251,12 @@ async def import_tree(
 ) -> tuple[bool, dict[str, Any]]:
     """Import a plugin or marketplace tree (rooted); the answer as for `import_archive`."""
     public = scope.user_id == SYSTEM_USER_ID
+    if fetcher is not None:
+        fetcher = SharedBudget(
+            fetcher,
+            seconds=settings.import_timeout_seconds,
+            max_bytes=settings.import_max_unpacked_bytes,
+        )
     marketplace = MARKETPLACE in tree
     if marketplace:
         document = _json_document(tree)
