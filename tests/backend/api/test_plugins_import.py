@@ -16,7 +16,7 @@ from tests.backend.api.test_auth import assert_error
 from tests.backend.chat.conftest import LOOPBACK_ALLOW
 from tests.backend.plugins.fixture_marketplace import SALES_FILES, TOOLKIT_FILES
 from tests.conftest import Account
-from tests.support.sources import SourceServer, git_repo
+from tests.support.sources import SourceServer, commit_files, git_repo
 
 PLUGINS = "/api/v1/namespaces/dev/plugins"
 PUBLIC = "/api/v1/public/plugins"
@@ -173,3 +173,31 @@ async def test_a_source_without_a_plugin_is_refused_not_a_plugin(
     response = await import_url(client, alice, server.url("/git/empty.git"))
 
     assert_error(response, 422, "not_a_plugin")
+
+
+async def test_a_git_subdir_source_is_fetched_at_its_commit_from_its_folder(
+    client: httpx.AsyncClient, alice: Account, server: SourceServer, tmp_path: Path
+) -> None:
+    kit = {f"plugins/kit/{p}": t for p, t in toolkit_at_root().items()}
+    kit["plugins/kit/.claude-plugin/plugin.json"] = json.dumps({"name": "kit"})
+    repo = git_repo(tmp_path / "mono", kit)
+    first = repo.head().decode()
+    commit_files(repo, {"plugins/kit/commands/later.md": "Added later.\n"}, "later")
+    server.repos["mono"] = tmp_path / "mono"
+    source = {
+        "source": "git-subdir",
+        "url": server.url("/git/mono.git"),
+        "path": "plugins/kit",
+        "sha": first,
+    }
+    document = {"name": "sub-market", "plugins": [{"name": "kit", "source": source}]}
+    git_repo(tmp_path / "market", {".claude-plugin/marketplace.json": json.dumps(document)})
+    server.repos["market"] = tmp_path / "market"
+
+    response = await import_url(client, alice, server.url("/git/market.git"))
+
+    assert response.status_code == 201, response.text
+    (kit_answer,) = response.json()["plugins"]
+    assert kit_answer["status"] == "created"
+    assert kit_answer["commands"] == ["scaffold"]  # at the commit: `later` came after
+    assert [s["name"] for s in kit_answer["skills"]] == ["kit/ui-toolkit-web"]  # name derived
