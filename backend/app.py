@@ -43,6 +43,7 @@ from backend.db.engine import create_engine, create_sessionmaker
 from backend.ops import metrics as ops_metrics
 from backend.ops import tracing
 from backend.ops.serve import observe_chat_shell, serve_metrics
+from backend.plugins.remote import SourceFetcher
 from backend.redis_client import create_redis
 from backend.secrets.cipher import load_cipher
 from backend.skills.builtin import sync_builtin_skills
@@ -161,6 +162,8 @@ def create_app(
     app.state.sio = sio
     app.state.chat = runtime
     app.state.sandbox = sandbox
+    # marketplace entries with a remote source are fetched as URL imports are (egress, limits)
+    app.state.plugin_fetcher = SourceFetcher(lambda: app.state.settings)
     app.state.auth_notices = sio.live_auth  # routes that end authorization tell open sockets
     # ops: what a scrape of this process shows (backend/ops/metrics.py)
     app.state.metrics_registry = ops_metrics.exposition_registry(

@@ -9,11 +9,13 @@ egress policy); without one they are reported as refused, `remote_source_unavail
 from __future__ import annotations
 
 import posixpath
+import time
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from backend.errors import InvalidRequest
 from backend.plugins.tree import MARKETPLACE, Tree, TreeFile
+from backend.skills.importing.errors import FetchTimeout, too_large
 from chat_shell import path_problem
 
 
@@ -32,6 +34,33 @@ class RemoteFetcher(Protocol):
     """Fetches a remote plugin's files (the URL/git importer provides one)."""
 
     async def fetch(self, source: RemoteSource) -> dict[str, TreeFile]: ...
+
+
+class SharedBudget:
+    """The remote sources of one import share one time and one bytes budget (the limits of one
+    import from a URL), so a marketplace listing many remote sources costs no more than that:
+    once either is spent, the sources left are refused with the fetch's own codes."""
+
+    def __init__(self, fetcher: RemoteFetcher, *, seconds: float, max_bytes: int) -> None:
+        self._fetcher = fetcher
+        self._seconds = seconds
+        self._max_bytes = max_bytes
+        self._left = max_bytes
+        self._deadline = time.monotonic() + seconds
+
+    async def fetch(self, source: RemoteSource) -> dict[str, TreeFile]:
+        if time.monotonic() >= self._deadline:
+            raise FetchTimeout(
+                f"the remote sources of this import took longer than {self._seconds} s",
+                details={"limit": self._seconds},
+            )
+        if self._left <= 0:
+            raise too_large("download_too_large", "the remote sources together", self._max_bytes)
+        files = await self._fetcher.fetch(source)
+        self._left -= sum(len(f.data) for f in files.values())
+        if self._left < 0:
+            raise too_large("download_too_large", "the remote sources together", self._max_bytes)
+        return files
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import posixpath
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,7 +27,7 @@ from backend.egress import check_egress
 from backend.errors import Conflict, InvalidRequest, SkillhiveError
 from backend.kinds import store
 from backend.kinds.store import Scope
-from backend.plugins.marketplace import Listing, RemoteFetcher, listings
+from backend.plugins.marketplace import Listing, RemoteFetcher, SharedBudget, listings
 from backend.plugins.reader import PluginDraft, read_plugin
 from backend.plugins.tree import MARKETPLACE, TreeFile, read_tree, rooted, subtree
 from backend.skills import versions
@@ -95,6 +96,7 @@ async def _read_listing(
     *,
     public: bool,
     fetcher: RemoteFetcher | None,
+    origin: dict[str, Any] | None = None,
 ) -> Outcome:
     outcome = Outcome(listing.name)
     try:
@@ -115,6 +117,9 @@ async def _read_listing(
         else:
             assert listing.folder is not None
             outcome.source = {"type": "marketplace", "path": listing.folder}
+            if origin is not None:  # fetched from a URL: where in that source it came from
+                path = posixpath.join(origin["path"], listing.folder).strip("/")
+                outcome.source = {**origin, "type": "url", "path": path}
             files = subtree(tree, listing.folder)
         draft = await asyncio.to_thread(
             read_plugin,
@@ -227,16 +232,39 @@ async def import_archive(
     A single plugin that is refused raises its error (nothing else to report); a marketplace
     answers for each plugin it lists.
     """
-    public = scope.user_id == SYSTEM_USER_ID
     tree, folder = await asyncio.to_thread(lambda: rooted(read_tree(data, _limits(settings))))
+    return await import_tree(
+        session, settings, scope, tree, folder or "plugin", actor=actor, fetcher=fetcher
+    )
+
+
+async def import_tree(
+    session: AsyncSession,
+    settings: Settings,
+    scope: Scope,
+    tree: dict[str, TreeFile],
+    fallback_name: str,
+    *,
+    actor: int,
+    fetcher: RemoteFetcher | None = None,
+    origin: dict[str, Any] | None = None,
+) -> tuple[bool, dict[str, Any]]:
+    """Import a plugin or marketplace tree (rooted); the answer as for `import_archive`."""
+    public = scope.user_id == SYSTEM_USER_ID
+    if fetcher is not None:
+        fetcher = SharedBudget(
+            fetcher,
+            seconds=settings.import_timeout_seconds,
+            max_bytes=settings.import_max_unpacked_bytes,
+        )
     marketplace = MARKETPLACE in tree
     if marketplace:
         document = _json_document(tree)
         found = listings(tree, document)
     else:
-        found = [Listing(folder or "plugin", {}, folder="")]
+        found = [Listing(fallback_name, {}, folder="")]
     outcomes = [
-        await _read_listing(listing, tree, settings, public=public, fetcher=fetcher)
+        await _read_listing(listing, tree, settings, public=public, fetcher=fetcher, origin=origin)
         for listing in found
     ]
     seen: set[str] = set()

@@ -1,7 +1,8 @@
 """Plugin CRDs (`/namespaces/{ns}/plugins`, `/public/plugins`) and a Ghost's slash commands.
 
 A plugin is imported from a ZIP of a plugin folder or of a marketplace (the body as for a skill
-upload, the same limits and archive rules); the answer reports every plugin and skill. Deleting
+upload, the same limits and archive rules) or from a URL (`/import`, as skills are); the answer
+reports every plugin and skill. Deleting
 a plugin deletes the skills it owns.
 """
 
@@ -15,6 +16,7 @@ from pydantic import BaseModel, Field
 
 from backend.api.deps import CurrentUser, SessionDep, SettingsDep
 from backend.api.resources import ScopeDep, crd_errors, crd_response, own_scope, public_scopes
+from backend.api.routes.skill_import import FETCH_ERRORS, ImportIn
 from backend.api.upload import ARCHIVE_BODY_OPENAPI, read_archive
 from backend.crd.ghost import GHOST_KIND, current_spelling
 from backend.crd.plugin import PLUGIN_KIND, Plugin
@@ -22,7 +24,9 @@ from backend.ghosts import PUBLIC_GHOSTS
 from backend.kinds import store
 from backend.kinds.store import Scope
 from backend.plugins import commands as ghost_commands
-from backend.plugins import service
+from backend.plugins import remote, service
+from backend.skills.importing.fetch import fetch_source
+from backend.skills.importing.limits import FetchLimits
 from backend.skills.limits import ArchiveLimits
 from backend.skills.service import PUBLIC_SCOPE
 
@@ -95,6 +99,40 @@ def _register(router: APIRouter, read_scope: ScopeDep, write_scope: ScopeDep, *,
         fetcher = getattr(request.app.state, "plugin_fetcher", None)
         created, answer = await service.import_archive(
             session, settings, scope, data, actor=user.id, fetcher=fetcher
+        )
+        return JSONResponse(answer, status_code=201 if created else 200)
+
+    @router.post(
+        "/import",
+        status_code=201,
+        response_model=ImportAnswer,
+        responses={
+            200: {"model": ImportAnswer, "description": "a marketplace of which nothing imported"},
+            **crd_errors(
+                (409, "the plugin exists (`plugin_exists`)"),
+                *FETCH_ERRORS,
+                own=own,
+                write=True,
+            ),
+        },
+    )
+    async def import_plugins_from_url(
+        body: ImportIn,
+        request: Request,
+        scope: WriteScope,
+        user: CurrentUser,
+        session: SessionDep,
+        settings: SettingsDep,
+    ) -> JSONResponse:
+        """A plugin folder or a marketplace from a git repository or an https archive (as a
+        skill import from a URL: same egress policy and limits); each plugin records its
+        source in `spec.source`."""
+        fetched = await fetch_source(
+            body.url, body.ref, body.path, settings.egress, FetchLimits.from_settings(settings)
+        )
+        fetcher = getattr(request.app.state, "plugin_fetcher", None)
+        created, answer = await remote.import_fetched(
+            session, settings, scope, fetched, actor=user.id, fetcher=fetcher
         )
         return JSONResponse(answer, status_code=201 if created else 200)
 

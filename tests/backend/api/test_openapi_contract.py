@@ -253,6 +253,40 @@ async def _plugins(c: httpx.AsyncClient, base: str, writer: Account, other: Acco
     expect(await c.delete(f"{base}/ui-toolkit", headers=h), 204)
 
 
+async def _plugin_imports(
+    app: FastAPI, c: httpx.AsyncClient, base: str, writer: Account, other: Account
+) -> None:
+    """Every status of plugin imports from a URL, against a file server on loopback."""
+    h = writer.headers
+    imp = f"{base}/import"
+    with SourceServer() as server:
+        server.files["/p.zip"] = plugin_zip(TOOLKIT_FILES, "partner/ui-toolkit/")
+        gone = {"name": "gone", "source": {"source": "url", "url": server.url("/gone.zip")}}
+        market = {"name": "m", "plugins": [gone]}
+        server.files["/m.zip"] = build_zip({".claude-plugin/marketplace.json": json.dumps(market)})
+        server.files["/page"] = b"<html></html>"
+        expect(await c.post(imp, json={"url": server.url("/p.zip")}, headers=h), 201)
+        expect(await c.post(imp, json={"url": server.url("/m.zip")}, headers=h), 200)
+        expect(await c.post(imp, json={"url": server.url("/p.zip")}, headers=h), 409)
+        expect(await c.post(imp, json={"url": server.url("/page")}, headers=h), 422)
+        expect(await c.post(imp, json={"url": server.url("/gone.zip")}, headers=h), 502)
+        saved = app.state.settings
+        try:
+            app.state.settings = saved.model_copy(update={"import_max_download_bytes": 100})
+            expect(await c.post(imp, json={"url": server.url("/p.zip")}, headers=h), 413)
+            app.state.settings = saved.model_copy(update={"import_timeout_seconds": 0.5})
+            expect(await c.post(imp, json={"url": server.url("/held")}, headers=h), 504)
+        finally:
+            app.state.settings = saved
+            server.held.set()
+        if base.startswith(NS):
+            bad = base.replace("/dev/", "/Bad_NS/")
+            expect(await c.post(f"{bad}/import", json={"url": "https://x"}, headers=h), 422)
+        else:
+            expect(await c.post(imp, json={"url": "https://x"}, headers=other.headers), 403)
+    expect(await c.delete(f"{base}/ui-toolkit", headers=h), 204)
+
+
 async def _apply(c: httpx.AsyncClient, alice: Account, monkeypatch: pytest.MonkeyPatch) -> None:
     h = alice.headers
     doc = ghost("applied", skills=["skillhive-skill-authoring"])
@@ -508,6 +542,8 @@ async def test_every_documented_status_is_answered_with_its_documented_body(
     await _ghosts(client, f"{PUBLIC}/ghosts", admin, alice)
     await _plugins(client, f"{NS}/plugins", alice, admin)
     await _plugins(client, f"{PUBLIC}/plugins", admin, alice)
+    await _plugin_imports(app, client, f"{NS}/plugins", alice, admin)
+    await _plugin_imports(app, client, f"{PUBLIC}/plugins", admin, alice)
     await _apply(client, alice, monkeypatch)
     await _chat(app, client, alice, openai_server)
     await _search(client, alice, admin)

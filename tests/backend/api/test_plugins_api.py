@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 import httpx
+from fastapi import FastAPI
 
 from tests.backend.api.test_auth import assert_error
 from tests.backend.plugins.fixture_marketplace import (
@@ -71,8 +72,9 @@ async def test_a_marketplace_imports_every_local_plugin_skill_and_command(
 
 
 async def test_a_remote_plugin_without_a_fetcher_is_reported_not_dropped(
-    client: httpx.AsyncClient, alice: Account
+    app: FastAPI, client: httpx.AsyncClient, alice: Account
 ) -> None:
+    app.state.plugin_fetcher = None  # the app configures one; a server may run without
     answer = await import_market(client, alice)
     far = by_name(answer)["far-away"]
     assert far["status"] == "refused" and far["code"] == "remote_source_unavailable"

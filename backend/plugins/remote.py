@@ -1,0 +1,77 @@
+"""Plugins from URLs: `import_fetched` (`POST .../plugins/import`) and the URL importer's
+`fetch_source` as the marketplace's `RemoteFetcher`.
+
+Every fetch goes through the egress policy (the URL and every redirect) and the
+`SKILLHIVE_IMPORT_*` limits, exactly as a skill import from a URL. A remote `url` source is that
+repository or archive at its commit (or ref); a `git-subdir` is its repository at the commit,
+from the sub-folder `path`.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from backend.config import Settings
+from backend.kinds.store import Scope
+from backend.plugins import service
+from backend.plugins.marketplace import RemoteFetcher, RemoteSource
+from backend.plugins.tree import TreeFile, rooted
+from backend.skills.errors import translated
+from backend.skills.importing.errors import refused
+from backend.skills.importing.fetch import fetch_source
+from backend.skills.importing.limits import FetchLimits
+from backend.skills.importing.tree import FetchedTree
+
+
+def plugin_files(fetched: FetchedTree) -> dict[str, TreeFile]:
+    """The fetched files as a plugin tree; a file no package may hold (a symlink, an unsafe
+    name) refuses the whole source with its package code, as it would in an uploaded ZIP."""
+    for problem in fetched.problems.values():
+        with translated():
+            raise problem
+    return {path: TreeFile(file.data, file.mode) for path, file in fetched.files.items()}
+
+
+@dataclass(frozen=True)
+class SourceFetcher:
+    """A `RemoteFetcher` under the egress policy and fetch limits of `settings()`, read at each
+    fetch (the app's current settings, as the routes see them)."""
+
+    settings: Callable[[], Settings]
+
+    async def fetch(self, source: RemoteSource) -> dict[str, TreeFile]:
+        if source.url is None:
+            raise refused("invalid_plugin_source", "the remote source names no URL")
+        settings = self.settings()
+        fetched = await fetch_source(
+            source.url,
+            source.commit or source.ref,
+            source.path,
+            settings.egress,
+            FetchLimits.from_settings(settings),
+        )
+        return plugin_files(fetched)
+
+
+async def import_fetched(
+    session: AsyncSession,
+    settings: Settings,
+    scope: Scope,
+    fetched: FetchedTree,
+    *,
+    actor: int,
+    fetcher: RemoteFetcher | None = None,
+) -> tuple[bool, dict[str, Any]]:
+    """Import a plugin or marketplace fetched from a URL; each plugin records that source."""
+    tree, folder = rooted(plugin_files(fetched))
+    path = posixpath.join(fetched.path, folder or "").strip("/")
+    origin = {"url": fetched.url, "ref": fetched.ref, "commit": fetched.commit, "path": path}
+    name = folder or fetched.root_name or "plugin"
+    return await service.import_tree(
+        session, settings, scope, tree, name, actor=actor, fetcher=fetcher, origin=origin
+    )
