@@ -359,9 +359,6 @@ class Settings(BaseSettings):
     quota_turns_per_minute: int | None = Field(
         None, ge=0, description="Turns a user may start per minute; unset: no limit."
     )
-    quota_concurrent_turns: int | None = Field(
-        None, ge=0, description="Turns of one user running at once; unset: no limit."
-    )
     quota_skill_bytes: int | None = Field(
         None, ge=0, description="Bytes of skill packages a user may store; unset: no limit."
     )

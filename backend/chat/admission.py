@@ -19,7 +19,8 @@ import redis.asyncio as aioredis
 
 from backend.errors import SkillhiveError
 
-KEY_PREFIX = "skillhive:admission:"
+KEY_PREFIX = "skillhive:admission:"  # under SKILLHIVE_REDIS_PREFIX when built by the runtime
+UNLIMITED = 2**31 - 1
 # The per-user set is dropped this long after its last admission (members are pruned sooner).
 KEY_TTL_S = 24 * 3600
 
@@ -36,9 +37,13 @@ def too_many_turns(limit: int, retry_after: int) -> TooManyTurns:
     )
 
 
+SETTING = -1  # `admit`'s limit: the setting's (an admin's per-user override replaces it)
+
+
 class Admission(Protocol):
-    async def admit(self, user_id: int, conversation_id: str) -> None:
-        """Count `conversation_id`'s turn (its claim is held) or raise `TooManyTurns`."""
+    async def admit(self, user_id: int, conversation_id: str, limit: int | None = SETTING) -> None:
+        """Count `conversation_id`'s turn (its claim is held) or raise `TooManyTurns`;
+        `limit` None: no limit for this user."""
         ...
 
 
@@ -51,13 +56,14 @@ class LocalAdmission:
         self.running = running
         self._admitted: dict[int, set[str]] = {}
 
-    async def admit(self, user_id: int, conversation_id: str) -> None:
+    async def admit(self, user_id: int, conversation_id: str, limit: int | None = SETTING) -> None:
+        limit = self.limit if limit == SETTING else limit
         # No await in here: check and add are one step for the event loop.
         admitted = self._admitted.setdefault(user_id, set())
         admitted.intersection_update({c for c in admitted if self.running(c)})
         others = admitted - {conversation_id}
-        if len(others) >= self.limit:
-            raise too_many_turns(self.limit, self.retry_after)
+        if limit is not None and len(others) >= limit:
+            raise too_many_turns(limit, self.retry_after)
         admitted.add(conversation_id)
 
 
@@ -84,17 +90,25 @@ class RedisAdmission:
     """Scale-out mode: one Lua script per send, so concurrent gateways cannot over-admit."""
 
     def __init__(
-        self, redis: aioredis.Redis, limit: int, retry_after: int, claim_prefix: str
+        self,
+        redis: aioredis.Redis,
+        limit: int,
+        retry_after: int,
+        claim_prefix: str,
+        key_prefix: str = KEY_PREFIX,
     ) -> None:
         self.limit = limit
         self.retry_after = retry_after
         self.claim_prefix = claim_prefix
+        self.key_prefix = key_prefix
         self._admit = redis.register_script(_ADMIT)
 
-    async def admit(self, user_id: int, conversation_id: str) -> None:
+    async def admit(self, user_id: int, conversation_id: str, limit: int | None = SETTING) -> None:
+        limit = self.limit if limit == SETTING else limit
+        most = UNLIMITED if limit is None else limit
         admitted = await self._admit(
-            keys=[f"{KEY_PREFIX}{user_id}"],
-            args=[conversation_id, self.limit, self.claim_prefix, time.time(), KEY_TTL_S],
+            keys=[f"{self.key_prefix}{user_id}"],
+            args=[conversation_id, most, self.claim_prefix, time.time(), KEY_TTL_S],
         )
         if not admitted:
-            raise too_many_turns(self.limit, self.retry_after)
+            raise too_many_turns(most, self.retry_after)

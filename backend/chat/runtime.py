@@ -72,7 +72,13 @@ class ChatRuntime:
         if isinstance(transport, RedisTransport):
             assert redis is not None
             claims = transport.keys.lock("")
-            self._admission = RedisAdmission(redis, limit, retry_after, claim_prefix=claims)
+            self._admission = RedisAdmission(
+                redis,
+                limit,
+                retry_after,
+                claim_prefix=claims,
+                key_prefix=f"{self.settings.redis_prefix}admission:",
+            )
         else:
             assert isinstance(transport, LocalTransport)
             self._admission = LocalAdmission(limit, retry_after, transport.running)
@@ -112,10 +118,11 @@ class ChatRuntime:
         # them it exists.
         async with self.sessionmaker() as session:
             await conversations.get(session, user_id, conversation_id)
-            await self.quotas.admit_turn(session, user_id)  # ops: 429 quota_* before any write
+            limits = await self.quotas.admit_turn(session, user_id)  # 429 quota_* before writes
 
         async def store() -> int:  # runs with the conversation claimed
-            await self.admission.admit(user_id, conversation_id)  # nothing written if refused
+            # Nothing is written if refused; the user's own limit when an admin set one.
+            await self.admission.admit(user_id, conversation_id, limits["concurrent_turns"])
             async with self.sessionmaker() as session:
                 conversation = await conversations.get(session, user_id, conversation_id)
                 if conversation.title == DEFAULT_TITLE:

@@ -4,8 +4,8 @@ Rates (turns per minute, tokens per UTC day) are fixed-window counters shared th
 when configured (every gateway and worker counts in the same keys), in this process otherwise.
 Stored amounts (skills, Ghosts, conversations, skill bytes) are counted in the database, which
 every process shares. A limit reached is a 429 whose code names it, with `Retry-After`.
-`concurrent_turns` is carried here (settings, overrides, `limits_for`) for the pipeline's
-admission control, which enforces it.
+`concurrent_turns` defaults to `SKILLHIVE_MAX_CONCURRENT_TURNS_PER_USER`; the pipeline's
+admission control (backend/chat/admission.py) enforces it with the user's override.
 """
 
 from __future__ import annotations
@@ -52,7 +52,13 @@ class QuotaExceeded(SkillhiveError):
 
 
 def default_limits(settings: Settings) -> dict[Limit, int | None]:
-    return {name: getattr(settings, f"quota_{name}") for name in LIMITS}
+    # Concurrent turns are the pipeline's admission limit: one setting, overridable per user.
+    return {
+        name: settings.max_concurrent_turns_per_user
+        if name == "concurrent_turns"
+        else getattr(settings, f"quota_{name}")
+        for name in LIMITS
+    }
 
 
 async def overrides(session: AsyncSession, user_id: int) -> dict[str, int | None]:
@@ -162,8 +168,8 @@ class Quotas:
     settings: Settings
     counters: Counters
 
-    async def admit_turn(self, session: AsyncSession, user_id: int) -> int | None:
-        """Refuse a turn over the user's rates; the user's tokens-per-day limit otherwise."""
+    async def admit_turn(self, session: AsyncSession, user_id: int) -> dict[Limit, int | None]:
+        """Refuse a turn over the user's rates; the user's limits otherwise."""
         limits = await limits_for(session, self.settings, user_id)
         tokens = limits["tokens_per_day"]
         if tokens is not None:
@@ -175,7 +181,7 @@ class Quotas:
             started = await self.counters.add(f"{user_id}:turns", 1, MINUTE_S)
             if started > turns:
                 raise QuotaExceeded("turns_per_minute", turns, _window(MINUTE_S, time.time())[1])
-        return tokens
+        return limits
 
     async def charge_tokens(self, user_id: int, tokens: int, limit: int | None) -> bool:
         """Count a model call's tokens; True when the user is now over `limit`."""

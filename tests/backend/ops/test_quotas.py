@@ -9,10 +9,10 @@ import httpx
 import pytest
 import redis.asyncio as aioredis
 from asgi_lifespan import LifespanManager
+from backend.chat.stream import STREAM
 from fastapi import FastAPI
 
 from backend.app import create_app
-from backend.chat.stream import STREAM
 from backend.config import Settings
 from backend.ops.quotas import QuotaExceeded
 from tests.backend.api.ghost_helpers import ghost
@@ -54,7 +54,7 @@ async def test_admins_override_a_users_quotas_and_default_restores_the_setting(
 ) -> None:
     quotas = await set_quotas(client, admin, alice, conversations=1, ghosts=None)
     assert quotas["conversations"] == 1 and quotas["ghosts"] is None
-    assert quotas["concurrent_turns"] == settings.quota_concurrent_turns  # carried, not set
+    assert quotas["concurrent_turns"] == settings.max_concurrent_turns_per_user  # not set
     assert (await client.post(GHOSTS, json=ghost("g"), headers=alice.headers)).status_code == 201
     first = await client.post(CONVERSATIONS, json={"ghost": "dev/g"}, headers=alice.headers)
     assert first.status_code == 201

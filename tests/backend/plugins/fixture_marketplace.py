@@ -23,7 +23,11 @@ MARKETPLACE = {
         {
             "name": "far-away",
             "description": "Somewhere else.",
-            "source": {"source": "url", "url": "https://example.org/far.git", "sha": "ab" * 20},
+            "source": {
+                "source": "url",
+                "url": "https://far-away.invalid/far.git",
+                "sha": "ab" * 20,
+            },
         },
     ],
 }
