@@ -16,7 +16,9 @@ from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, Program
 from sqlalchemy.ext.asyncio import AsyncSession
 from typer.core import TyperGroup
 
+from backend import cli_skills as skills_cli
 from backend import heartbeat
+from backend.cli_skills import fail
 from backend.client import chat as chat_cli
 from backend.client import commands as resource_cli
 from backend.client.describe import describe_skill
@@ -25,8 +27,6 @@ from backend.config import Settings, get_settings
 from backend.db.engine import create_engine, create_sessionmaker
 from backend.errors import SkillhiveError
 from backend.logging_config import configure_logging, logging_dict
-from backend.skills import cli as skills_cli
-from backend.skills.cli import fail
 
 # Driver messages of a missing table (SQLite, PostgreSQL): a database that is up but not migrated.
 _NO_SCHEMA = re.compile(r'no such table|relation "[^"]*" does not exist')

@@ -232,8 +232,8 @@ def _backend_imports(path: Path) -> set[str]:
     return {m for m in found if m.startswith("backend.")}
 
 
-EDGES = {"app", "cli", "worker", "api", "ws"}
-DOMAIN = {"auth", "skills", "ghosts", "secrets", "chat"}
+EDGES = {"app", "cli", "cli_skills", "worker", "api", "ws", "client"}
+DOMAIN = {"auth", "skills", "ghosts", "secrets", "chat", "plugins", "artifacts", "ops"}
 STORAGE = {"kinds", "db", "crd"}
 ALLOWED: set[str] = set()  # no outward import: turns publish to their transport
 
