@@ -10,8 +10,8 @@ through a turn, an SSE stream or a slow body would exhaust it within the first t
 from __future__ import annotations
 
 import asyncio
-import threading
-import time
+import json
+import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -28,10 +28,10 @@ pytestmark = pytest.mark.slow
 JSON_CHATS = 64
 SSE_CHATS = 200
 UPLOADS = 16
-TRICKLED_BYTES = 12  # the last bytes of each upload arrive one at a time...
-TRICKLE_INTERVAL_S = 0.5  # ...this far apart: each upload stays open ~6 s, through the chats
-MODEL_DELAY_S = 1.0
-RAMP_S = 2.0  # every chat has started by then; each model answer takes MODEL_DELAY_S
+TRICKLED_BYTES = 5  # the last bytes of each upload arrive one at a time...
+TRICKLE_INTERVAL_S = 2.0  # ...a byte every 2 s: each upload stays open ~10 s, through the chats
+MODEL_DELAY_S = 5.0  # longer than the ramp: every chat is open at once when the last starts
+RAMP_S = 4.0  # users arrive over this long, not in one instant
 TURNS_PER_USER = 8  # the default per-user limit: users run their turns side by side
 ADMIN_TOKEN = "load-test-admin-token-0123456789abcdef"
 GHOST = {
@@ -161,17 +161,33 @@ async def trickled_upload(
     await ok(await client.post(url, content=body(), headers=headers), 201)
 
 
-def poll_me(base_url: str, token: str, stop: threading.Event) -> list[float]:
-    """`/me` timings, from a thread of its own: the hundreds of streams this process reads
-    must not delay reading its answers (that would time the client, not the server)."""
-    latencies: list[float] = []
-    with httpx.Client(base_url=base_url, headers=bearer(token), timeout=60) as client:
-        while not stop.is_set():
-            started = time.perf_counter()
-            response = client.get("/api/v1/me")
-            latencies.append(time.perf_counter() - started)
-            assert response.status_code == 200, response.text
-            stop.wait(0.05)
+# `/me` is timed from a process of its own: this one reads hundreds of streams, and a thread here
+# would wait for their interpreter lock (timing the client, not the server).
+POLL_ME = """
+import json, os, sys, time
+import httpx
+url, token, stop = sys.argv[1:4]
+latencies = []
+with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=60) as c:
+    while not os.path.exists(stop):
+        started = time.perf_counter()
+        response = c.get("/api/v1/me")
+        latencies.append(time.perf_counter() - started)
+        if response.status_code != 200:
+            sys.exit(f"/me answered {response.status_code}: {response.text}")
+        time.sleep(0.05)
+print(json.dumps(latencies))
+"""
+
+
+async def poll_me(base_url: str, token: str, stop: Path) -> list[float]:
+    """`/me` timings until `stop` exists."""
+    poller = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", POLL_ME, base_url, token, str(stop), stdout=asyncio.subprocess.PIPE
+    )
+    out, _ = await poller.communicate()
+    assert poller.returncode == 0
+    latencies: list[float] = json.loads(out)
     return latencies
 
 
@@ -182,7 +198,7 @@ def p99(values: list[float]) -> float:
 
 @pytest.mark.timeout(300)
 async def test_json_sse_chats_slow_uploads_and_me_together_give_no_5xx_and_store_every_answer(
-    http: tuple[httpx.AsyncClient, Statuses],
+    http: tuple[httpx.AsyncClient, Statuses], tmp_path: Path
 ) -> None:
     client, statuses = http
     ghost = await client.post("/api/v1/public/ghosts", json=GHOST, headers=bearer(ADMIN_TOKEN))
@@ -203,8 +219,8 @@ async def test_json_sse_chats_slow_uploads_and_me_together_give_no_5xx_and_store
     await trickled_upload(client, watcher, "warm-up", trickle=0)
     statuses.seen.clear()  # the load starts here
 
-    stop = threading.Event()
-    poller = asyncio.create_task(asyncio.to_thread(poll_me, str(client.base_url), watcher, stop))
+    stop = tmp_path / "stop-polling"
+    poller = asyncio.create_task(poll_me(str(client.base_url), watcher, stop))
     uploads = [
         asyncio.create_task(trickled_upload(client, chatters[i % len(chatters)], f"slow-{i}"))
         for i in range(UPLOADS)
@@ -219,7 +235,7 @@ async def test_json_sse_chats_slow_uploads_and_me_together_give_no_5xx_and_store
     try:
         await asyncio.gather(*turns, *uploads)
     finally:
-        stop.set()
+        stop.touch()
     latencies = await poller
 
     assert statuses.server_errors() == []

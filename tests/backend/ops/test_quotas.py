@@ -9,10 +9,10 @@ import httpx
 import pytest
 import redis.asyncio as aioredis
 from asgi_lifespan import LifespanManager
-from backend.chat.stream import STREAM
 from fastapi import FastAPI
 
 from backend.app import create_app
+from backend.chat.transport import RedisKeys
 from backend.config import Settings
 from backend.ops.quotas import QuotaExceeded
 from tests.backend.api.ghost_helpers import ghost
@@ -136,7 +136,7 @@ async def clean_redis(redis_url: str) -> AsyncIterator[aioredis.Redis]:
 
     async def clean() -> None:
         keys = [k async for k in redis.scan_iter("skillhive:quota:*")]
-        await redis.delete(STREAM, *keys)
+        await redis.delete(RedisKeys().stream, *keys)
 
     await clean()
     try:

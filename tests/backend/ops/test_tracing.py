@@ -14,7 +14,6 @@ from collections.abc import AsyncIterator, Iterator
 import httpx
 import pytest
 import redis.asyncio as aioredis
-import socketio
 from asgi_lifespan import LifespanManager
 from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -22,15 +21,12 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from backend.app import create_app
-from backend.chat.packages import DatabasePackageSource
-from backend.chat.redis_bus import RedisEventBus
-from backend.chat.stream import STREAM
-from backend.chat.turns import TurnRunner
+from backend.chat.composition import build_worker
+from backend.chat.transport import RedisKeys
 from backend.config import Settings
 from backend.db.engine import create_engine, create_sessionmaker
 from backend.secrets.cipher import load_cipher
 from backend.worker import TurnWorker
-from backend.ws.rooms import SocketIOFrontendChannel, SocketIOSink
 from tests.backend.api.ghost_helpers import ghost
 from tests.conftest import Account
 
@@ -52,9 +48,10 @@ def spans() -> Iterator[InMemorySpanExporter]:
 @pytest.fixture
 async def redis_settings(settings: Settings, redis_url: str) -> AsyncIterator[Settings]:
     redis = aioredis.Redis.from_url(redis_url)
-    await redis.delete(STREAM)
+    stream = RedisKeys(settings.redis_prefix).stream
+    await redis.delete(stream)
     yield settings.model_copy(update={"redis_url": redis_url})
-    await redis.delete(STREAM)
+    await redis.delete(stream)
     await redis.aclose()
 
 
@@ -66,23 +63,17 @@ async def worker(redis_settings: Settings) -> AsyncIterator[TurnWorker]:
     engine = create_engine(redis_settings.effective_database_url)
     sessionmaker = create_sessionmaker(engine)
     redis = aioredis.Redis.from_url(url)
-    emitter = socketio.AsyncRedisManager(url, write_only=True)
-    runner = TurnRunner(
-        sessionmaker=sessionmaker,
-        settings=redis_settings,
-        cipher=load_cipher(redis_settings),
-        package_source=DatabasePackageSource.from_settings(sessionmaker, redis_settings),
-        frontend=SocketIOFrontendChannel(emitter),
-        sinks=[RedisEventBus(redis), SocketIOSink(emitter)],
+    transport, runner = build_worker(
+        redis_settings, sessionmaker, load_cipher(redis_settings), redis
     )
-    turn_worker = TurnWorker(redis, runner, concurrency=2)
+    turn_worker = TurnWorker(redis, runner, concurrency=2, keys=transport.keys)
     running = asyncio.create_task(turn_worker.run())
     try:
         yield turn_worker
     finally:
         turn_worker.stop()
         await running
-        await emitter.redis.aclose()
+        await transport.aclose()
         await redis.aclose()
         await engine.dispose()
 
