@@ -21,7 +21,6 @@ from tests.chat_shell.tools.mcp.conftest import fixture_http
 from tests.conftest import Account
 from tests.support import zips
 
-pytestmark = pytest.mark.parametrize("db_backend", ["sqlite"], indirect=True)
 __all__ = ["fixture_http"]  # the fixture server over HTTP, a session fixture
 
 SKILLS = "/api/v1/namespaces/dev/skills"
