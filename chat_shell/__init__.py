@@ -14,10 +14,12 @@ _EXPORTS = {
     "chat_shell.agent.graph": ["inline_tracing_hooks"],
     "chat_shell.agent.runner": ["run_turn"],
     "chat_shell.contracts": [
+        "ArtifactEvent",
         "CatalogEntry",
         "ErrorEvent",
         "Event",
         "HistoryMessage",
+        "McpCallEvent",
         "McpErrorEvent",
         "ModelSettings",
         "SkillErrorEvent",
@@ -80,6 +82,7 @@ _MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in nam
 
 __all__ = [
     "ArchiveLimits",
+    "ArtifactEvent",
     "ArtifactLimits",
     "BubblewrapSandbox",
     "CatalogEntry",
@@ -92,6 +95,7 @@ __all__ = [
     "Event",
     "HistoryMessage",
     "InMemoryPendingRequestRegistry",
+    "McpCallEvent",
     "McpConfigError",
     "McpErrorEvent",
     "McpPlaceholderError",
@@ -151,10 +155,12 @@ if TYPE_CHECKING:
     from chat_shell.agent.graph import inline_tracing_hooks
     from chat_shell.agent.runner import run_turn
     from chat_shell.contracts import (
+        ArtifactEvent,
         CatalogEntry,
         ErrorEvent,
         Event,
         HistoryMessage,
+        McpCallEvent,
         McpErrorEvent,
         ModelSettings,
         SkillErrorEvent,

@@ -14,8 +14,9 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from backend.db.models import Message
-from chat_shell import ErrorEvent as TurnError
 from chat_shell import (
+    ArtifactEvent,
+    McpCallEvent,
     McpErrorEvent,
     SkillErrorEvent,
     SkillLoadedEvent,
@@ -25,6 +26,7 @@ from chat_shell import (
     ToolStartEvent,
     UsageEvent,
 )
+from chat_shell import ErrorEvent as TurnError
 
 
 class _Frozen(BaseModel):
@@ -75,6 +77,8 @@ ProgressEvent = Annotated[
     | SkillLoadedEvent
     | SkillErrorEvent
     | McpErrorEvent
+    | ArtifactEvent
+    | McpCallEvent
     | UsageEvent,
     Field(discriminator="type"),
 ]

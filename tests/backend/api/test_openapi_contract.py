@@ -415,7 +415,11 @@ async def _plans(c: httpx.AsyncClient, alice: Account) -> None:
 
 
 async def _chat(
-    app: FastAPI, c: httpx.AsyncClient, alice: Account, openai_server: FakeOpenAIServer
+    app: FastAPI,
+    c: httpx.AsyncClient,
+    alice: Account,
+    admin: Account,
+    openai_server: FakeOpenAIServer,
 ) -> None:
     setup = await make_setup(c, alice, openai_server)
     h = alice.headers
@@ -443,13 +447,17 @@ async def _chat(
         busy = await c.post(f"{one}/messages", json={"content": "x"}, headers=h)
         assert_error(busy, 409, "turn_in_progress")
         other = await setup.conversation(c)
-        app.state.chat.admission.limit = 1  # the held turn is the caller's one
+        # An admin's per-user override: the held turn is the caller's one.
+        user = f"{API}/users/{alice.id}"
+        one_turn = {"quotas": {"concurrent_turns": 1}}
+        expect(await c.patch(user, json=one_turn, headers=admin.headers), 200)
         try:
             again = await c.post(
                 f"{conversations}/{other}/messages", json={"content": "x"}, headers=h
             )
         finally:
-            app.state.chat.admission.limit = app.state.settings.max_concurrent_turns_per_user
+            default = {"quotas": {"concurrent_turns": "default"}}
+            expect(await c.patch(user, json=default, headers=admin.headers), 200)
         assert_error(again, 429, "too_many_turns")
         assert again.headers["retry-after"] == str(app.state.settings.retry_after_seconds)
         expect(await c.post(f"{one}/cancel", headers=h), 200)
@@ -545,7 +553,7 @@ async def test_every_documented_status_is_answered_with_its_documented_body(
     await _plugin_imports(app, client, f"{NS}/plugins", alice, admin)
     await _plugin_imports(app, client, f"{PUBLIC}/plugins", admin, alice)
     await _apply(client, alice, monkeypatch)
-    await _chat(app, client, alice, openai_server)
+    await _chat(app, client, alice, admin, openai_server)
     await _search(client, alice, admin)
     await _artifacts(client, app, alice, bob)
     await _plans(client, alice)
