@@ -309,6 +309,8 @@ def gateway_process(settings: Settings) -> Iterator[str]:
         # One socket here sends turns back to back, far beyond a person's pace: no rate limit.
         "SKILLHIVE_SOCKET_EVENTS_PER_SECOND": "1000000",
         "SKILLHIVE_SOCKET_EVENT_BURST": "1000000",
+        # One bench user stands in for the soak's many people: no per-user turn cap.
+        "SKILLHIVE_MAX_CONCURRENT_TURNS_PER_USER": "1000000",
     }
     process = subprocess.Popen([sys.executable, "-m", "bench._gateway", str(port)], env=env)
     url = f"http://127.0.0.1:{port}"
