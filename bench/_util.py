@@ -19,6 +19,8 @@ class Comparison:
     candidate_ms: float  # medians of the single runs
     baseline_ms: float
     pairs: int
+    overhead_p50_ms: float = 0.0  # per-pair candidate minus baseline
+    overhead_p99_ms: float = 0.0
 
 
 async def _timed(job: Job) -> float:
@@ -45,12 +47,20 @@ async def compare(candidate: Job, baseline: Job, *, pairs: int, warmup: int = 20
         ratios.append(c / b)
         mine.append(c)
         theirs.append(b)
+    overheads = [c - b for c, b in zip(mine, theirs, strict=True)]
     return Comparison(
         median_ratio=statistics.median(ratios),
         candidate_ms=statistics.median(mine) * 1000,
         baseline_ms=statistics.median(theirs) * 1000,
         pairs=pairs,
+        overhead_p50_ms=_percentile(overheads, 50) * 1000,
+        overhead_p99_ms=_percentile(overheads, 99) * 1000,
     )
+
+
+def _percentile(values: list[float], pct: int) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(pct / 100 * (len(ordered) - 1)))]
 
 
 @lru_cache(maxsize=1)

@@ -1,10 +1,11 @@
 """Skill API benchmark: `python -m bench.skills_api` (real HTTP on loopback, real PostgreSQL).
 
-(a) uploading a 10 MiB package end to end vs the in-process floor of `zipfile` scanning plus
-    SHA-256 of the same bytes;
+(a) uploading a 10 MiB package end to end (archive verification on, as always) vs the floor of
+    `zipfile` scanning, SHA-256 and one raw `INSERT` of the same bytes into the same PostgreSQL
+    (target <= 1.5);
 (b) listing a page of 500 skills out of 5,000 vs a bare FastAPI endpoint returning the same JSON
     from memory.
-Each pair is timed back to back (bench/_util.compare). Targets: both ratios <= 2.0.
+Each pair is timed back to back (bench/_util.compare). list_ratio target <= 2.0.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 
 import httpx
 from fastapi import FastAPI
-from sqlalchemy import insert
+from sqlalchemy import insert, text
 
 from backend.app import create_app
 from backend.auth import service as auth_service
@@ -52,13 +53,13 @@ def big_package(name: str, blob: bytes) -> bytes:
     return buf.getvalue()
 
 
-def floor(data: bytes) -> None:
+def scan_and_hash(data: bytes) -> str:
     """What any upload must at least do: read the central directory, SKILL.md, hash the bytes."""
     with zipfile.ZipFile(io.BytesIO(data)) as zf:
         infos = zf.infolist()
         skill_md = next(i for i in infos if i.filename.endswith("SKILL.md"))
         zf.read(skill_md)
-    hashlib.sha256(data).hexdigest()
+    return hashlib.sha256(data).hexdigest()
 
 
 async def seed_skills(app: FastAPI, user_id: int, count: int) -> None:
@@ -114,7 +115,7 @@ async def run(pairs: int) -> tuple[float, float]:
                     await session.commit()
                 headers = {"Authorization": f"Bearer {token}"}
                 async with httpx.AsyncClient(base_url=base, headers=headers, timeout=60) as client:
-                    upload_ratio = await bench_upload(client, pairs)
+                    upload_ratio = await bench_upload(app, client, pairs)
                     list_ratio = await bench_list(app, client, user.id, pairs)
     finally:
         if handle is not None:
@@ -122,10 +123,12 @@ async def run(pairs: int) -> tuple[float, float]:
     return upload_ratio, list_ratio
 
 
-async def bench_upload(client: httpx.AsyncClient, pairs: int) -> float:
+async def bench_upload(app: FastAPI, client: httpx.AsyncClient, pairs: int) -> float:
     blob = os.urandom(TARGET_ARCHIVE - 4096)
     warmup = 3
     packages = iter([big_package(f"big-{i}", blob) for i in range(pairs + warmup)])
+    # distinct bytes for the floor too: skill_blobs is keyed by the digest
+    floor_packages = iter([big_package(f"floor-{i}", blob) for i in range(pairs + warmup)])
     sample = big_package("sample", blob)
     print(f"upload: package {len(sample) / MiB:.2f} MiB, {pairs} pairs")
 
@@ -136,13 +139,22 @@ async def bench_upload(client: httpx.AsyncClient, pairs: int) -> float:
         )
         assert response.status_code == 201, response.text
 
-    async def in_process() -> None:
-        floor(sample)
+    async def floor() -> None:
+        data = next(floor_packages)
+        digest = scan_and_hash(data)
+        async with app.state.engine.begin() as conn:
+            await conn.execute(
+                text(
+                    "INSERT INTO skill_blobs (sha256, data, size, created_at)"
+                    " VALUES (:sha256, :data, :size, now())"
+                ),
+                {"sha256": digest, "data": data, "size": len(data)},
+            )
 
-    result = await compare(upload, in_process, pairs=pairs, warmup=warmup)
+    result = await compare(upload, floor, pairs=pairs, warmup=warmup)
     print(f"upload end to end: {result.candidate_ms:.1f} ms (median)")
-    print(f"zipfile scan + sha256 floor: {result.baseline_ms:.1f} ms (median)")
-    print(f"upload_ratio: {result.median_ratio:.2f} (target <= 2.0)")
+    print(f"zipfile scan + sha256 + raw INSERT floor: {result.baseline_ms:.1f} ms (median)")
+    print(f"upload_ratio: {result.median_ratio:.2f} (target <= 1.5)")
     return result.median_ratio
 
 
