@@ -97,6 +97,7 @@ class RedisTransport:
         self._release = redis.register_script(RELEASE_IF_VALUE)
         self._fanout = Fanout()
         self._subscribed = asyncio.Event()
+        self._first_try = asyncio.Event()  # the listener's first attempt ended, either way
         self._listener: asyncio.Task[None] | None = None
         self._listener_redis: aioredis.Redis | None = None
 
@@ -173,9 +174,16 @@ class RedisTransport:
             )
         )
         self._listener = asyncio.create_task(self._listen(), name="turn-events")
-        try:
-            await asyncio.wait_for(self._subscribed.wait(), SUBSCRIBE_WAIT_S)
-        except TimeoutError:
+        # Serve once subscribed; an unreachable Redis must not hold the gateway's start-up
+        # (readiness reports it), so stop waiting when the first attempt has failed.
+        subscribed = asyncio.create_task(self._subscribed.wait())
+        failed = asyncio.create_task(self._first_try.wait())
+        await asyncio.wait(
+            {subscribed, failed}, timeout=SUBSCRIBE_WAIT_S, return_when="FIRST_COMPLETED"
+        )
+        subscribed.cancel()
+        failed.cancel()
+        if not self._subscribed.is_set():
             log.warning("turn events: Redis not reachable yet; retrying in the background")
 
     async def aclose(self) -> None:
@@ -196,11 +204,13 @@ class RedisTransport:
                     await pubsub.subscribe(self.keys.events)
                     await self._pump(pubsub)
             except (RedisError, OSError) as exc:
+                self._first_try.set()
                 if self._subscribed.is_set():
                     log.warning("turn events: lost Redis (%s); resubscribing", exc)
                     backoff = MIN_BACKOFF_S
                 self._subscribed.clear()
             except Exception:  # a dead listener would silence every turn on this gateway
+                self._first_try.set()
                 log.exception("turn events: listener failed; restarting it")
                 self._subscribed.clear()
             await asyncio.sleep(backoff)
