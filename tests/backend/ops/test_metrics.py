@@ -14,6 +14,7 @@ from pydantic import SecretStr
 from backend.app import create_app
 from backend.config import Settings
 from backend.ops import metrics
+from backend.ops.quotas import LIMITS
 from tests.backend.api.ghost_helpers import ghost
 from tests.backend.api.skill_helpers import upload
 from tests.backend.api.test_auth import assert_error
@@ -107,8 +108,7 @@ def _allowed_label_values(app: FastAPI) -> dict[str, set[str]]:
         "skill": {"true", "false"},
         "estimated": {"true", "false"},
         "scope": set(metrics.SKILL_SCOPES) | {"ghost", "skill"},
-        "limit": set(metrics.SANDBOX_LIMITS)
-        | {"other", "tokens_per_day", "turns_per_minute", "skills", "ghosts"},
+        "limit": set(metrics.SANDBOX_LIMITS) | {"other"} | set(LIMITS),  # every quota is fixed
         "result": {"resolved", "expired", "rejected"},
         "le": set(),  # histogram buckets: numbers, checked below
     }
