@@ -9,16 +9,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fastapi import Request
-from python_multipart.multipart import MultipartParser, parse_options_header
+from python_multipart.multipart import parse_options_header
 
-from backend.api.upload import FILE_FIELD
-from backend.errors import InvalidRequest, PayloadTooLarge
+from backend.api.upload import FILE_FIELD, MultipartFile
+from backend.errors import PayloadTooLarge
 
 
 @dataclass(frozen=True)
 class UploadedFile:
     name: str | None  # as sent; checked by the caller
     data: bytes
+
+
+def _check(size: int, limit: int) -> None:
+    if size > limit:
+        raise too_large(limit)
 
 
 def too_large(limit: int) -> PayloadTooLarge:
@@ -29,76 +34,18 @@ def too_large(limit: int) -> PayloadTooLarge:
     )
 
 
-class _FilePart:
-    def __init__(self, boundary: bytes, limit: int) -> None:
-        self.limit = limit
-        self.data = bytearray()
-        self.found = False
-        self.filename: str | None = None
-        self._in_file = False
-        self._field = bytearray()
-        self._value = bytearray()
-        self._disposition = b""
-        self.parser = MultipartParser(
-            boundary,
-            {
-                "on_part_begin": self._part_begin,
-                "on_header_field": lambda d, s, e: self._field.extend(d[s:e]),
-                "on_header_value": lambda d, s, e: self._value.extend(d[s:e]),
-                "on_header_end": self._header_end,
-                "on_headers_finished": self._headers_finished,
-                "on_part_data": self._part_data,
-            },
-            max_header_count=16,
-        )
-
-    def _part_begin(self) -> None:
-        self._in_file = False
-        self._disposition = b""
-
-    def _header_end(self) -> None:
-        if bytes(self._field).lower() == b"content-disposition":
-            self._disposition = bytes(self._value)
-        self._field.clear()
-        self._value.clear()
-
-    def _headers_finished(self) -> None:
-        _, options = parse_options_header(self._disposition)
-        self._in_file = options.get(b"name") == FILE_FIELD.encode() and not self.found
-        if self._in_file:
-            self.found = True
-            raw = options.get(b"filename")
-            self.filename = raw.decode("utf-8", "replace") if raw is not None else None
-
-    def _part_data(self, data: bytes, start: int, end: int) -> None:
-        if self._in_file:
-            self.data.extend(data[start:end])
-            if len(self.data) > self.limit:
-                raise too_large(self.limit)
-
-
 async def read_file(request: Request, limit: int, name: str | None) -> UploadedFile:
     content_type, options = parse_options_header(request.headers.get("content-type", ""))
     if content_type != b"multipart/form-data":
-        data = bytearray()
+        raw = bytearray()
         async for chunk in request.stream():
-            data.extend(chunk)
-            if len(data) > limit:
-                raise too_large(limit)
-        return UploadedFile(name, bytes(data))
-    part = _FilePart(options.get(b"boundary", b""), limit)
+            raw.extend(chunk)
+            _check(len(raw), limit)
+        return UploadedFile(name, bytes(raw))
+    part = MultipartFile(options.get(b"boundary", b""), lambda size: _check(size, limit))
     async for chunk in request.stream():
-        try:
-            part.parser.write(chunk)
-        except PayloadTooLarge:
-            raise
-        except Exception as exc:  # python-multipart raises its own parse errors
-            raise InvalidRequest(
-                f"malformed multipart body: {exc}", code="malformed_multipart"
-            ) from exc
-    if not part.found:
-        raise InvalidRequest(f"multipart field '{FILE_FIELD}' is missing", code="file_missing")
-    return UploadedFile(name or part.filename, bytes(part.data))
+        part.write(chunk)
+    return UploadedFile(name or part.filename, part.file())
 
 
 FILE_BODY_OPENAPI = {

@@ -7,11 +7,12 @@ cap is crossed, without reading the rest.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from fastapi import Request
 from python_multipart.multipart import MultipartParser, parse_options_header
 
-from backend.errors import InvalidRequest
-from backend.skills.errors import PackageError
+from backend.errors import InvalidRequest, SkillhiveError
 from backend.skills.limits import ArchiveLimits
 from backend.skills.package import check_archive_size
 
@@ -21,13 +22,15 @@ MULTIPART_OVERHEAD = 64 * 1024
 RAW_TYPES = {b"application/zip", b"application/octet-stream", b"application/x-zip-compressed"}
 
 
-class _MultipartFile:
-    """Collects the bytes of one named part; counts them as they arrive."""
+class MultipartFile:
+    """Collects the bytes (and filename) of the part named `file` as they arrive; `check` gets
+    the running size and raises when it is too large. Shared by every upload reader."""
 
-    def __init__(self, boundary: bytes, limits: ArchiveLimits) -> None:
-        self.limits = limits
+    def __init__(self, boundary: bytes, check: Callable[[int], None]) -> None:
+        self.check = check
         self.data = bytearray()
         self.found = False
+        self.filename: str | None = None
         self._in_file = False
         self._header_field = bytearray()
         self._header_value = bytearray()
@@ -45,6 +48,21 @@ class _MultipartFile:
             max_header_count=16,
         )
 
+    def write(self, chunk: bytes) -> None:
+        try:
+            self.parser.write(chunk)
+        except SkillhiveError:  # the size check's own answer
+            raise
+        except Exception as exc:  # python-multipart raises its own parse errors
+            raise InvalidRequest(
+                f"malformed multipart body: {exc}", code="malformed_multipart"
+            ) from exc
+
+    def file(self) -> bytes:
+        if not self.found:
+            raise InvalidRequest(f"multipart field '{FILE_FIELD}' is missing", code="file_missing")
+        return bytes(self.data)
+
     def _part_begin(self) -> None:
         self._in_file = False
         self._disposition = b""
@@ -58,12 +76,15 @@ class _MultipartFile:
     def _headers_finished(self) -> None:
         _, options = parse_options_header(self._disposition)
         self._in_file = options.get(b"name") == FILE_FIELD.encode() and not self.found
-        self.found = self.found or self._in_file
+        if self._in_file:
+            self.found = True
+            raw = options.get(b"filename")
+            self.filename = raw.decode("utf-8", "replace") if raw is not None else None
 
     def _part_data(self, data: bytes, start: int, end: int) -> None:
         if self._in_file:
             self.data.extend(data[start:end])
-            check_archive_size(len(self.data), self.limits)
+            self.check(len(self.data))
 
 
 async def read_archive(request: Request, limits: ArchiveLimits) -> bytes:
@@ -84,28 +105,21 @@ async def read_archive(request: Request, limits: ArchiveLimits) -> bytes:
         check_archive_size(int(declared) - overhead, limits)  # refused before reading a byte
 
     received = 0
-    collector = _MultipartFile(options.get(b"boundary", b""), limits) if multipart else None
+    boundary = options.get(b"boundary", b"")
+    collector = (
+        MultipartFile(boundary, lambda size: check_archive_size(size, limits))
+        if multipart
+        else None
+    )
     raw = bytearray()
     async for chunk in request.stream():
         received += len(chunk)
         check_archive_size(received - overhead, limits)
         if collector is not None:
-            try:
-                collector.parser.write(chunk)
-            except PackageError:
-                raise
-            except Exception as exc:  # python-multipart raises its own parse errors
-                raise InvalidRequest(
-                    f"malformed multipart body: {exc}", code="malformed_multipart"
-                ) from exc
+            collector.write(chunk)
         else:
             raw.extend(chunk)
-    if collector is None:
-        data = bytes(raw)
-    else:
-        if not collector.found:
-            raise InvalidRequest(f"multipart field '{FILE_FIELD}' is missing", code="file_missing")
-        data = bytes(collector.data)
+    data = bytes(raw) if collector is None else collector.file()
     if not data:
         raise InvalidRequest("the archive is empty", code="not_a_zip")
     return data

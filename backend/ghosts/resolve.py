@@ -58,6 +58,12 @@ async def skill_rows(
     `lock` takes a shared row lock (PostgreSQL) so a concurrent skill delete waits for the
     Ghost write that relies on the skill, then sees the new reference.
     """
+    return await _own_else_public(session, SKILL_KIND, owner, names, lock=lock)
+
+
+async def _own_else_public(
+    session: AsyncSession, kind: str, owner: Scope, names: Sequence[str], *, lock: bool
+) -> dict[str, Kind]:
     wanted = set(names)
     if not wanted:
         return {}
@@ -65,7 +71,7 @@ async def skill_rows(
     if owner.user_id != SYSTEM_USER_ID:
         scopes.append(owner)
     stmt = select(Kind).where(
-        Kind.kind == SKILL_KIND,
+        Kind.kind == kind,
         Kind.name.in_(wanted),
         or_(*(and_(Kind.user_id == s.user_id, Kind.namespace == s.namespace) for s in scopes)),
     )
@@ -82,24 +88,7 @@ async def plugin_rows(
     session: AsyncSession, owner: Scope, names: Sequence[str], *, lock: bool = False
 ) -> dict[str, Kind]:
     """name -> the Plugin row each name resolves to (own, else public), as `skill_rows`."""
-    wanted = set(names)
-    if not wanted:
-        return {}
-    scopes = [PUBLIC_SKILLS]
-    if owner.user_id != SYSTEM_USER_ID:
-        scopes.append(owner)
-    stmt = select(Kind).where(
-        Kind.kind == PLUGIN_KIND,
-        Kind.name.in_(wanted),
-        or_(*(and_(Kind.user_id == s.user_id, Kind.namespace == s.namespace) for s in scopes)),
-    )
-    if lock:
-        stmt = stmt.with_for_update(read=True)
-    found: dict[str, Kind] = {}
-    for row in await session.scalars(stmt):
-        if row.name not in found or row.user_id != SYSTEM_USER_ID:  # own beats public
-            found[row.name] = row
-    return found
+    return await _own_else_public(session, PLUGIN_KIND, owner, names, lock=lock)
 
 
 async def resolve_skills(
