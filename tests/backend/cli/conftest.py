@@ -92,10 +92,30 @@ class Terminal:
 
     def read_until(self, needle: str, *, deadline_s: float = 60) -> str:
         """Everything read so far once `needle` appears after the previous mark."""
+        assert self._wait_for(needle, deadline_s), f"{needle!r} never appeared in:\n{self.seen}"
+        found, self.seen = self.seen, self.seen[self.seen.index(needle) + len(needle) :]
+        return found
+
+    def interrupt_at_prompt(self, until: str, *, tries: int = 10) -> None:
+        """Ctrl-C at the `> ` prompt until `until` shows.
+
+        Python's input() loses a SIGINT that lands after the prompt is written but before the
+        read(2) starts (the handler only sets a flag; nothing interrupts the read). A person
+        cannot type inside that window; a test on a busy machine can, so it presses again. A
+        second press while the first is pending still gives one KeyboardInterrupt."""
+        for _ in range(tries):
+            self.type("\x03")
+            if self._wait_for(until, 3.0):
+                self.read_until(until)
+                return
+        raise AssertionError(f"Ctrl-C at the prompt had no effect; output:\n{self.seen}")
+
+    def _wait_for(self, needle: str, deadline_s: float) -> bool:
         end = time.monotonic() + deadline_s
         while needle not in self.seen:
             left = end - time.monotonic()
-            assert left > 0, f"{needle!r} never appeared in:\n{self.seen}"
+            if left <= 0:
+                return False
             ready, _, _ = select.select([self.master], [], [], min(left, 0.5))
             if ready:
                 try:
@@ -105,8 +125,7 @@ class Terminal:
                 if not chunk:
                     assert needle in self.seen, f"{needle!r} not in:\n{self.seen}"
                 self.seen += chunk.decode(errors="replace")
-        found, self.seen = self.seen, self.seen[self.seen.index(needle) + len(needle) :]
-        return found
+        return True
 
     def close(self) -> None:
         if self.process.poll() is None:

@@ -137,9 +137,8 @@ def test_interactive_chat_streams_tokens_cancels_on_ctrl_c_and_quits_on_a_second
         term.type("again\r")
         term.read_until("A second answer.")
         term.read_until("> ")
-        term.type("\x03")
-        term.read_until("Ctrl-C again or Ctrl-D to quit")
-        term.type("\x03")
+        term.interrupt_at_prompt("Ctrl-C again or Ctrl-D to quit")
+        term.interrupt_at_prompt("bye")
         assert term.process.wait(30) == 130
     finally:
         gate.set()
