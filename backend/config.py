@@ -230,7 +230,7 @@ class Settings(BaseSettings):
         min_length=1,
         max_length=64,
         description="Prefix of the turn pipeline's Redis keys and channels (stream, claims, "
-        "leases, events, pending browser requests).",
+        "leases, events, pending browser requests, admission, quota counters, auth notices).",
     )
     inline_tracing_hooks: bool = Field(
         False,

@@ -404,7 +404,7 @@ async def serve(settings: Settings, *, model: BaseChatModel | None = None) -> No
         redis,
         model=model,
         sandbox=sandbox,
-        quotas=Quotas(settings, counters_for(redis)),  # ops
+        quotas=Quotas(settings, counters_for(redis, settings.redis_prefix)),  # ops
     )
     worker = TurnWorker(
         redis,

@@ -2,7 +2,8 @@
 
 REST needs none (it checks the database on every request); open Socket.IO sockets do: the routes
 that revoke a token or deactivate a user send a notice, and every gateway ends the sockets that
-relied on it (`backend/ws/live_auth.py`). With Redis the notice travels on `CHANNEL`.
+relied on it (`backend/ws/live_auth.py`). With Redis the notice travels on the channel
+`channel(prefix)` names.
 """
 
 from __future__ import annotations
@@ -13,7 +14,10 @@ from typing import Protocol, cast
 
 from fastapi import Request
 
-CHANNEL = "skillhive:auth-ended"
+
+def channel(prefix: str) -> str:
+    """The Redis channel of notices, under SKILLHIVE_REDIS_PREFIX like every shared key."""
+    return f"{prefix}auth-ended"
 
 
 @dataclass(frozen=True)

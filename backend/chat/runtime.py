@@ -42,7 +42,7 @@ class ChatRuntime:
         self._sessionmaker: async_sessionmaker[AsyncSession] | None = None
         self._machinery: TurnMachinery | None = None
         self._admission: Admission | None = None
-        self.quotas = Quotas(settings, counters_for(None))
+        self.quotas = Quotas(settings, counters_for(None, settings.redis_prefix))
 
     async def start(
         self,
@@ -54,7 +54,8 @@ class ChatRuntime:
     ) -> None:
         """Build the machinery; `listeners` hear every envelope this gateway receives."""
         self._sessionmaker = sessionmaker
-        self.quotas = Quotas(self.settings, counters_for(redis))  # ops: shared through Redis
+        # ops: quota counters shared through Redis
+        self.quotas = Quotas(self.settings, counters_for(redis, self.settings.redis_prefix))
         self._machinery = build_gateway(
             self.settings,
             sessionmaker,

@@ -134,13 +134,13 @@ class MemoryCounters:
 class RedisCounters:
     """Counters every gateway and worker shares: one key per user, limit and window."""
 
-    def __init__(self, redis: aioredis.Redis) -> None:
+    def __init__(self, redis: aioredis.Redis, prefix: str) -> None:
         self.redis = redis
+        self.prefix = prefix
 
-    @staticmethod
-    def _key(key: str, window_s: int) -> str:
+    def _key(self, key: str, window_s: int) -> str:
         index, _ = _window(window_s, time.time())
-        return f"skillhive:quota:{key}:{index}"
+        return f"{self.prefix}quota:{key}:{index}"
 
     async def add(self, key: str, amount: int, window_s: int) -> int:
         name = self._key(key, window_s)
@@ -154,8 +154,9 @@ class RedisCounters:
         return int(await self.redis.get(self._key(key, window_s)) or 0)
 
 
-def counters_for(redis: aioredis.Redis | None) -> Counters:
-    return RedisCounters(redis) if redis is not None else MemoryCounters()
+def counters_for(redis: aioredis.Redis | None, prefix: str) -> Counters:
+    """Shared counters under `prefix` (SKILLHIVE_REDIS_PREFIX) with Redis, else in-process."""
+    return RedisCounters(redis, prefix) if redis is not None else MemoryCounters()
 
 
 # --- enforcement -----------------------------------------------------------------------------

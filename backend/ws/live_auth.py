@@ -26,7 +26,7 @@ import socketio
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from backend.auth import service
-from backend.auth.notices import CHANNEL, AuthEnded
+from backend.auth.notices import AuthEnded, channel
 from backend.config import Settings
 from backend.db.types import utcnow
 from backend.errors import Unauthorized
@@ -57,6 +57,7 @@ class LiveAuth:
     def __init__(self, server: socketio.AsyncServer, settings: Settings) -> None:
         self.server = server
         self.recheck_s = settings.socket_auth_recheck_seconds
+        self._channel = channel(settings.redis_prefix)
         self._grants: dict[str, Grant] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._sessionmaker: async_sessionmaker[AsyncSession] | None = None
@@ -169,7 +170,7 @@ class LiveAuth:
             if self._redis is None:  # embedded mode: this is the only gateway
                 await self._apply(notice)
             else:
-                await self._redis.publish(CHANNEL, notice.encode())
+                await self._redis.publish(self._channel, notice.encode())
         except Exception as exc:  # the change is committed; events still see it (docstring)
             log.warning("could not hand over %s: %s", notice, exc)
 
@@ -186,7 +187,7 @@ class LiveAuth:
         while True:
             pubsub = redis.pubsub()
             try:
-                await pubsub.subscribe(CHANNEL)
+                await pubsub.subscribe(self._channel)
                 async for message in pubsub.listen():
                     if message["type"] == "subscribe":  # also after redis-py reconnected
                         await self._recheck(list(self._grants))

@@ -130,13 +130,16 @@ async def test_a_turn_that_crosses_its_token_budget_stops_after_that_call_and_is
 # --- two gateways, one Redis -------------------------------------------------------------------
 
 
+PREFIX = "quota-test:"  # not the default: the counters must follow SKILLHIVE_REDIS_PREFIX
+
+
 @pytest.fixture
 async def clean_redis(redis_url: str) -> AsyncIterator[aioredis.Redis]:
     redis = aioredis.Redis.from_url(redis_url)
 
     async def clean() -> None:
-        keys = [k async for k in redis.scan_iter("skillhive:quota:*")]
-        await redis.delete(RedisKeys().stream, *keys)
+        keys = [k async for k in redis.scan_iter(f"{PREFIX}quota:*")]
+        await redis.delete(RedisKeys(PREFIX).stream, *keys)
 
     await clean()
     try:
@@ -150,7 +153,9 @@ async def clean_redis(redis_url: str) -> AsyncIterator[aioredis.Redis]:
 async def gateways(
     settings: Settings, redis_url: str, clean_redis: aioredis.Redis
 ) -> AsyncIterator[tuple[FastAPI, FastAPI]]:
-    shared = settings.model_copy(update={"redis_url": redis_url, "quota_turns_per_minute": 2})
+    shared = settings.model_copy(
+        update={"redis_url": redis_url, "quota_turns_per_minute": 2, "redis_prefix": PREFIX}
+    )
     first, second = create_app(shared), create_app(shared)
     async with LifespanManager(first), LifespanManager(second):
         yield first, second
@@ -177,7 +182,7 @@ async def _account(app: FastAPI, name: str) -> Account:
 
 
 async def test_two_gateways_share_one_turns_per_minute_quota_and_other_users_go_on(
-    gateways: tuple[FastAPI, FastAPI],
+    gateways: tuple[FastAPI, FastAPI], clean_redis: aioredis.Redis
 ) -> None:
     first, second = gateways
     alice, bob = await _account(first, "alice"), await _account(first, "bob")
@@ -198,3 +203,5 @@ async def test_two_gateways_share_one_turns_per_minute_quota_and_other_users_go_
     bobs = [await _conversation(second, bob) for _ in range(2)]
     await first.state.chat.send(bob.id, bobs[0], "hi")
     await second.state.chat.send(bob.id, bobs[1], "hi")
+    assert [k async for k in clean_redis.scan_iter(f"{PREFIX}quota:*")]  # shared, under the prefix
+    assert not [k async for k in clean_redis.scan_iter("skillhive:quota:*")]
