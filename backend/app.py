@@ -178,7 +178,7 @@ def create_app(
     install_error_handlers(app)
     app.add_middleware(BodyLimitMiddleware, settings=settings)
     if settings.metrics:
-        app.add_middleware(ops_metrics.HttpMetricsMiddleware)
+        app.add_middleware(ops_metrics.HttpMetricsMiddleware, prefixes=[API_PREFIX])
     app.add_middleware(AccessLogMiddleware)  # added last: outermost, it logs every answer
     app.include_router(health.router)
     if settings.metrics and settings.metrics_port is None:  # else on their own port, or off

@@ -19,7 +19,6 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
-from fastapi import FastAPI
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     REGISTRY,
@@ -187,45 +186,31 @@ class TurnObservation:
 # --- HTTP ----------------------------------------------------------------------------------
 
 
-class _Templates:
-    """The app's documented path templates as patterns, fewest parameters first (so a fixed
-    segment such as `/skills/search` wins over `/{name}`)."""
+def route_template(scope: Scope, prefixes: Iterable[str] = ()) -> str:
+    """The template of the route that answered, never the path.
 
-    def __init__(self, paths: Iterable[str]) -> None:
-        def pattern(path: str) -> re.Pattern[str]:
-            parts = re.split(r"(\{[^}]+\})", path)
-            regex = "".join(
-                (".+" if part == "{path}" else "[^/]+") if part.startswith("{") else re.escape(part)
-                for part in parts
-            )
-            return re.compile(regex + "$")
-
-        ordered = sorted(paths, key=lambda p: (p.count("{"), -len(p)))
-        self.patterns = [(pattern(p), p) for p in ordered]
-
-    def match(self, path: str) -> str | None:
-        return next((t for regex, t in self.patterns if regex.match(path)), None)
-
-
-def route_template(scope: Scope) -> str:
-    """The template of the route that answered (from the OpenAPI document), never the path."""
-    app = scope.get("app")
+    FastAPI leaves the matched route in the scope with its path below the routers it was
+    included with by prefix (`/conversations/{id}` under `/api/v1`): one of the app's static
+    `prefixes` whose remainder the route matches is put back in front. Reading the OpenAPI
+    document instead would build it on the first request, seconds of the event loop."""
     route = scope.get("route")
-    if not isinstance(app, FastAPI) or route is None:  # nothing routed: an unknown path
-        return UNMATCHED_ROUTE
-    templates: _Templates | None = getattr(app.state, "route_templates", None)
-    if templates is None:
-        templates = _Templates(app.openapi().get("paths", {}))
-        app.state.route_templates = templates
-    fallback = getattr(route, "path", None)  # undocumented routes (/docs) are fixed paths
-    return templates.match(scope["path"]) or (fallback if isinstance(fallback, str) else "")
+    path_format = getattr(route, "path_format", None)
+    path_regex = getattr(route, "path_regex", None)
+    if not isinstance(path_format, str) or not isinstance(path_regex, re.Pattern):
+        return UNMATCHED_ROUTE  # nothing routed: an unknown path, the client's text
+    path: str = scope["path"]
+    for prefix in ("", *prefixes):
+        if path.startswith(prefix) and path_regex.match(path[len(prefix) :]):
+            return prefix + path_format
+    return UNMATCHED_ROUTE
 
 
 class HttpMetricsMiddleware:
     """Requests by route template and status; pure ASGI so SSE is timed to its end."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, prefixes: Iterable[str] = ()) -> None:
         self.app = app
+        self.prefixes = tuple(prefixes)  # static prefixes routers are included under
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -243,7 +228,7 @@ class HttpMetricsMiddleware:
         try:
             await self.app(scope, receive, send_wrapper)
         finally:
-            template = route_template(scope)
+            template = route_template(scope, self.prefixes)
             method = _label(scope["method"], METHODS)
             HTTP_REQUESTS.labels(method, template, str(status)).inc()
             HTTP_DURATION.labels(method, template).observe(time.perf_counter() - started)

@@ -58,14 +58,19 @@ async def test_metrics_answer_the_metrics_token_and_admins_and_refuse_everyone_e
 
 
 async def test_http_requests_are_counted_by_route_template_not_by_path(
-    client: httpx.AsyncClient, alice: Account, admin: Account
+    app: FastAPI, client: httpx.AsyncClient, alice: Account, admin: Account
 ) -> None:
     for cid in ("c-one", "c-two", "c-three"):
         await client.get(f"/api/v1/conversations/{cid}", headers=alice.headers)
     await client.get("/no/such/path/alice-was-here")
+    await client.get("/api/v1/namespaces/alice-ns/skills/alice-skill", headers=alice.headers)
+    await client.get("/healthz")
     found = samples(await scrape(client, admin.headers))["skillhive_http_requests_total"]
     routes = {labels["route"] for labels, _ in found}
     assert "/api/v1/conversations/{conversation_id}" in routes
+    assert "/api/v1/namespaces/{namespace}/skills/{name}" in routes
+    assert "/healthz" in routes
+    assert routes <= _allowed_label_values(app)["route"]  # documented templates only
     assert metrics.UNMATCHED_ROUTE in routes
     assert not any("c-one" in r or "alice" in r for r in routes)
     counted = sum(
