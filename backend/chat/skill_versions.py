@@ -48,7 +48,7 @@ async def recorded(session: AsyncSession, conversation_id: str) -> dict[str, int
             ConversationSkill.conversation_id == conversation_id
         )
     )
-    return dict(rows.tuples().all())
+    return {row[0]: row[1] for row in rows}
 
 
 def changes(before: Mapping[str, int], now: Mapping[str, UsedVersion]) -> list[SkillChangedEvent]:

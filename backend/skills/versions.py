@@ -172,7 +172,7 @@ async def latest_numbers(session: AsyncSession, kind_ids: Collection[int]) -> di
         .where(SkillVersion.kind_id.in_(set(kind_ids)))
         .group_by(SkillVersion.kind_id)
     )
-    return dict(rows.tuples().all())
+    return {row[0]: row[1] for row in rows}
 
 
 async def list_versions(session: AsyncSession, kind_id: int) -> list[VersionInfo]:
