@@ -6,13 +6,15 @@ budget could hold: when the Ghost's enabled skills fit its budget the catalog li
 (as it always did); when they do not, it lists the preloaded and recently used skills and the
 best matches for the user's message, and the model gets `search_skills`. Full definitions
 (instructions, tools) are read for the skills a turn starts with and for each skill it loads,
-through `SkillSpecCache`, keyed by the package's content hash.
+through `SkillSpecCache`, keyed by the package's content hash. A skill the Ghost pins
+(`name@3`) is that version's CRD and package, read from `skill_versions`; the others are the
+current ones. Each skill's version is noted (`UsedVersion`) for the conversation's record.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,8 +22,10 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from backend.chat.builder import skill_spec
-from backend.db.models import SYSTEM_USER_ID, Kind, SkillSearch
+from backend.chat.skill_versions import UsedVersion
+from backend.db.models import SYSTEM_USER_ID, Kind, SkillSearch, SkillVersion
 from backend.errors import SkillhiveError
+from backend.skills import versions
 from backend.skills.search.engine import search
 from backend.skills.search.index import ENTRY_OVERHEAD_CHARS
 from backend.skills.search.selection import GhostSkills
@@ -38,6 +42,7 @@ class TurnSkills:
     specs: list[SkillSpec]  # the skills the turn starts with, in full
     search: bool  # the catalog is compact: search_skills finds the rest
     uses_secrets: bool  # one of the Ghost's skills names a user secret in its MCP servers
+    versions: dict[str, UsedVersion]  # name -> version of each skill in `specs`
 
 
 class SkillSpecCache:
@@ -71,6 +76,36 @@ class SkillSpecCache:
             self._entries[key] = spec
             if len(self._entries) > self._max:
                 self._entries.popitem(last=False)
+        return spec
+
+    async def get_version(
+        self, session: AsyncSession, kind_id: int, number: int, public: bool
+    ) -> SkillSpec:
+        """The skill as version `number` defined it (a pinned skill). Versions are immutable,
+        so an entry by that version's hash is as good as one by the current package's."""
+        sha256 = await session.scalar(
+            select(SkillVersion.sha256).where(
+                SkillVersion.kind_id == kind_id, SkillVersion.number == number
+            )
+        )
+        if sha256 is None:  # e.g. an own skill now shadows the public one the Ghost pinned
+            raise SkillhiveError(
+                f"the pinned version {number} of a skill of this Ghost is not stored; "
+                "pin a version it has (GET .../skills/{name}/versions)",
+                code="skill_version_not_found",
+                details={"version": number},
+            )
+        key = (sha256, public)
+        cached = self._entries.get(key)
+        if cached is not None:
+            self._entries.move_to_end(key)
+            self.hits += 1
+            return cached
+        self.misses += 1
+        spec = skill_spec(await versions.crd_of(session, kind_id, number))
+        self._entries[key] = spec
+        if len(self._entries) > self._max:
+            self._entries.popitem(last=False)
         return spec
 
 
@@ -111,11 +146,26 @@ async def _budget_and_secrets(
 
 
 async def _specs(
-    session: AsyncSession, cache: SkillSpecCache, rows: Sequence[Any]
+    session: AsyncSession,
+    cache: SkillSpecCache,
+    rows: Sequence[Any],
+    pins: Mapping[str, int],
+    used: dict[str, UsedVersion],
 ) -> list[SkillSpec]:
-    return [
-        await cache.get(session, r.kind_id, r.sha256, r.user_id == SYSTEM_USER_ID) for r in rows
-    ]
+    """The full skills of `rows` (pinned ones as their version was); notes each in `used`."""
+    latest = await versions.latest_numbers(session, [r.kind_id for r in rows if r.name not in pins])
+    specs: list[SkillSpec] = []
+    for r in rows:
+        public = r.user_id == SYSTEM_USER_ID
+        pin = pins.get(r.name)
+        if pin is None:
+            specs.append(await cache.get(session, r.kind_id, r.sha256, public))
+            if r.kind_id in latest:
+                used[r.name] = UsedVersion(latest[r.kind_id], pinned=False)
+        else:
+            specs.append(await cache.get_version(session, r.kind_id, pin, public))
+            used[r.name] = UsedVersion(pin, pinned=True)
+    return specs
 
 
 async def turn_skills(
@@ -127,9 +177,12 @@ async def turn_skills(
     message: str,
     wanted: Sequence[str],
     threshold: float,
+    pins: Mapping[str, int] | None = None,
 ) -> TurnSkills:
     """The catalog and starting skills of a turn; `wanted` are the preloaded and recently used
-    skills, which start in full."""
+    skills, which start in full; `pins`: name -> the version the Ghost pins."""
+    pins = pins or {}
+    used: dict[str, UsedVersion] = {}
     where = source.condition()
     fits, secrets = await _budget_and_secrets(session, source, budget_tokens)
     if fits:
@@ -137,8 +190,8 @@ async def turn_skills(
             await session.execute(select(*_ENTRY_COLUMNS).where(where).order_by(SkillSearch.name))
         ).all()
         started = [r for r in rows if r.name in set(wanted)]
-        specs = await _specs(session, cache, started)
-        return TurnSkills([_entry(r) for r in rows], specs, False, secrets)
+        specs = await _specs(session, cache, started, pins, used)
+        return TurnSkills([_entry(r) for r in rows], specs, False, secrets, used)
     started = []
     if wanted:
         stmt = select(*_ENTRY_COLUMNS).where(where, SkillSearch.name.in_(list(set(wanted))))
@@ -146,14 +199,15 @@ async def turn_skills(
     entries = {r.name: _entry(r) for r in started}
     for hit in await search(session, source, message, limit=COMPACT_MATCHES, threshold=threshold):
         entries.setdefault(hit.name, CatalogEntry(name=hit.name, description=hit.description))
-    specs = await _specs(session, cache, started)
-    return TurnSkills(list(entries.values()), specs, True, secrets)
+    specs = await _specs(session, cache, started, pins, used)
+    return TurnSkills(list(entries.values()), specs, True, secrets, used)
 
 
 class GhostSkillDirectory:
     """chat_shell's `SkillDirectory` for one turn's Ghost: the API's search, the Ghost's skills.
 
-    Each call opens its own short session: no connection is held while the turn runs.
+    Each call opens its own short session: no connection is held while the turn runs. A skill
+    it hands out is noted in `used` with its version (the turn's record, shared with it).
     """
 
     def __init__(
@@ -163,7 +217,11 @@ class GhostSkillDirectory:
         cache: SkillSpecCache,
         *,
         threshold: float,
+        pins: Mapping[str, int] | None = None,
+        used: dict[str, UsedVersion] | None = None,
     ) -> None:
+        self._pins = dict(pins or {})
+        self.used = used if used is not None else {}
         self._sessionmaker = sessionmaker
         self._source = source
         self._cache = cache
@@ -185,4 +243,4 @@ class GhostSkillDirectory:
             row = (await session.execute(stmt.limit(1))).first()
             if row is None:
                 return None
-            return (await _specs(session, self._cache, [row]))[0]
+            return (await _specs(session, self._cache, [row], self._pins, self.used))[0]

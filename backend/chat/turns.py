@@ -18,7 +18,7 @@ from langchain_core.language_models import BaseChatModel
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from backend.artifacts.turn_files import turn_access
-from backend.chat import conversations
+from backend.chat import conversations, skill_versions
 from backend.chat.builder import (
     TurnInputs,
     build_turn_request,
@@ -28,11 +28,13 @@ from backend.chat.builder import (
 )
 from backend.chat.catalog import GhostSkillDirectory, SkillSpecCache, turn_skills
 from backend.chat.commands import unescape
+from backend.chat.skill_versions import SkillChangedEvent, UsedVersion
 from backend.chat.transport.base import TransportFrontend, TurnTransport
 from backend.chat.transport.envelope import StoredMessage, TurnEnded, TurnEvent
 from backend.config import Settings
 from backend.db.models import Message
 from backend.errors import SkillhiveError, Unauthorized
+from backend.ghosts import pins
 from backend.ghosts.resolve import ghost_skills, resolve_ghost, resolve_skills
 from backend.ops.metrics import TurnObservation, model_label
 from backend.ops.quotas import Quotas
@@ -64,6 +66,10 @@ class PreparedTurn:
     directory: SkillDirectory  # the Ghost's skills beyond those the request carries
     ghost: str = ""  # ops: "ns/name", for usage accounting
     token_limit: int | None = None  # ops: the user's tokens per day
+    # Versions of the skills the turn started with or loaded (the directory adds to it), and
+    # the loaded skills that are another version than the conversation's last good turn used.
+    versions: dict[str, UsedVersion] = field(default_factory=dict)
+    changes: tuple[SkillChangedEvent, ...] = ()
 
 
 @dataclass
@@ -150,6 +156,8 @@ class TurnRunner:
             if not user.is_active:  # deactivated while the turn waited: none of its secrets
                 raise Unauthorized("user is deactivated", code="user_inactive")
             ghost, owner_scope = await resolve_ghost(session, user.id, conversation.ghost)
+            pinned = pins.pins(ghost["spec"])  # `name@3` in spec.skills
+            ghost = pins.unpinned(ghost)  # the rest of the turn reads bare names
             # A `/command` becomes the request and preloads its skills (backend/chat/commands.py).
             message = window.user_message.content
             invocation = await invocation_for(session, owner_scope, ghost, message)
@@ -168,7 +176,9 @@ class TurnRunner:
                     ghost, window.history, window.user_turns_before, self.settings
                 ),
                 threshold=self.settings.skill_search_threshold,
+                pins=pinned,
             )
+            before = await skill_versions.recorded(session, conversation_id)
             preloads = ghost["spec"].get("preloadSkills", [])
             preloaded = await resolve_skills(session, owner_scope, preloads) if preloads else []
             disabled = [
@@ -199,12 +209,16 @@ class TurnRunner:
             source,
             self.skill_specs,
             threshold=self.settings.skill_search_threshold,
+            pins=pinned,
+            used=dict(skills.versions),
         )
         return PreparedTurn(
             build_turn_request(inputs, self.settings),
             directory,
             ghost=conversation.ghost,
             token_limit=limits["tokens_per_day"],
+            versions=directory.used,
+            changes=tuple(skill_versions.changes(before, skills.versions)),
         )
 
     async def run(
@@ -226,6 +240,7 @@ class TurnRunner:
         slot = False
         account: TurnAccount | None = None
         observed: TurnObservation | None = None  # ops: metrics of this turn
+        used: dict[str, UsedVersion] = {}  # skill versions of this turn, recorded if it is good
         deadline = asyncio.timeout(self.settings.turn_deadline_s)
         try:
             if self._slots is not None:  # inside the try: a cancel while waiting is a cancel
@@ -239,6 +254,7 @@ class TurnRunner:
                     await self._end(conversation_id, message_id, None, prepared)
                     return prepared
                 request = prepared.request
+                used = prepared.versions
                 account = TurnAccount(
                     request.user_id, prepared.ghost, request.model.name, conversation_id, message_id
                 )
@@ -276,7 +292,7 @@ class TurnRunner:
             error = ErrorEvent(code="internal_error", message="turn failed")
         try:
             message: Message | None = await self._persist(
-                conversation_id, message_id, outcome, progress, account
+                conversation_id, message_id, outcome, progress, account, used
             )
         except Exception:
             log.exception("the answer to message %s could not be stored", message_id)
@@ -332,6 +348,13 @@ class TurnRunner:
                 await self._publish(
                     TurnEvent(conversation_id=conversation_id, message_id=message_id, event=event)
                 )
+                if event.type == "start":  # before the model runs: which skills changed
+                    for change in prepared.changes:
+                        await self._publish(
+                            TurnEvent(
+                                conversation_id=conversation_id, message_id=message_id, event=change
+                            )
+                        )
                 if event.type == "usage" and await self._over_budget(prepared, event):
                     return ErrorEvent(
                         code="quota_exceeded",
@@ -359,11 +382,16 @@ class TurnRunner:
         outcome: Event | None,
         progress: _Progress,
         account: TurnAccount | None = None,
+        used: dict[str, UsedVersion] | None = None,
     ) -> Message:
         async with self.sessionmaker() as session:
             if account is not None:  # ops: committed with the answer, or not at all
                 record_calls(session, account, progress.calls)
             if outcome is not None and outcome.type == "done":
+                # The versions of the skills still loaded, committed with the answer.
+                loaded = {s.name for s in outcome.loaded_skills}
+                kept = {n: v for n, v in (used or {}).items() if n in loaded}
+                await skill_versions.record(session, conversation_id, kept)
                 return await conversations.add_reply(
                     session,
                     conversation_id,

@@ -9,6 +9,7 @@ import typer
 
 from backend.client.api import Api, connect, ghosts_path, skills_path
 from backend.client.errors import ApiError
+from backend.crd.common import parse_skill_ref
 
 
 def _selected(selector: dict[str, Any] | None, labels: dict[str, str]) -> bool:
@@ -44,7 +45,7 @@ def _users(api: Api, skill: dict[str, Any]) -> list[str]:
             continue
         for ghost in ghosts:
             spec = ghost.get("spec", {})
-            listed = name in (spec.get("skills") or [])
+            listed = name in [parse_skill_ref(r).name for r in spec.get("skills") or []]
             wants_public = spec.get("includePublicSkills") and public
             own = not public and ghost_ns == namespace
             selected = bool(wants_public) or (own and _selected(spec.get("skillSelector"), labels))

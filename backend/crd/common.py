@@ -7,11 +7,13 @@ Skill and Ghost both build on `CamelModel` and `ObjectMeta` from here.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Final
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema
 from pydantic.alias_generators import to_camel
+from pydantic_core import PydanticCustomError
 
 API_VERSION: Final = "skillhive.io/v1"
 
@@ -89,6 +91,60 @@ SkillRef = Annotated[
             "type": "string",
             "pattern": f"^{NAME_PATTERN.pattern}(?:/{NAME_PATTERN.pattern})?$",
             "maxLength": MAX_NAME_LENGTH,
+        }
+    ),
+]
+
+
+# A skill reference in a Ghost's lists may pin a package version: `name@3`, `plugin/skill@3`.
+_VERSION = re.compile(r"[1-9][0-9]{0,8}")
+MAX_PINNED_REF_LENGTH = MAX_NAME_LENGTH + 10
+
+
+@dataclass(frozen=True)
+class SkillPin:
+    """A parsed Ghost skill reference: the skill's name and the pinned version, if any."""
+
+    name: str
+    version: int | None = None
+
+    def __str__(self) -> str:
+        return self.name if self.version is None else f"{self.name}@{self.version}"
+
+
+def parse_skill_ref(ref: str) -> SkillPin:
+    """The one parser of `name[@version]` (`name` as `ref_problem` allows); ValueError says what
+    is wrong."""
+    name, at, version = ref.partition("@")
+    problem = ref_problem(name)
+    if problem is not None:
+        raise ValueError(f"skill {name[:MAX_PINNED_REF_LENGTH]!r} {problem}")
+    if not at:
+        return SkillPin(name)
+    if not _VERSION.fullmatch(version):
+        raise ValueError(
+            f"skill {name!r}: the version after '@' must be a positive integer without "
+            "leading zeros (e.g. 'name@3')"
+        )
+    return SkillPin(name, int(version))
+
+
+def _valid_pinned_ref(ref: str) -> str:
+    try:
+        parse_skill_ref(ref)
+    except ValueError as exc:  # a custom type, so the API can answer `invalid_skill_ref`
+        raise PydanticCustomError("invalid_skill_ref", str(exc)) from None
+    return ref
+
+
+PinnedSkillRef = Annotated[
+    str,
+    AfterValidator(_valid_pinned_ref),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "pattern": f"^{NAME_PATTERN.pattern}(?:/{NAME_PATTERN.pattern})?(?:@[1-9][0-9]*)?$",
+            "maxLength": MAX_PINNED_REF_LENGTH,
         }
     ),
 ]

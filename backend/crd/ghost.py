@@ -15,7 +15,13 @@ from pydantic import (
     model_validator,
 )
 
-from backend.crd.common import API_VERSION, CamelModel, ObjectMeta, ResourceName, SkillRef
+from backend.crd.common import (
+    API_VERSION,
+    CamelModel,
+    ObjectMeta,
+    PinnedSkillRef,
+    ResourceName,
+)
 from backend.crd.skill import McpServer
 
 GHOST_KIND: Literal["Ghost"] = "Ghost"
@@ -63,11 +69,14 @@ class LabelSelector(CamelModel):
 
 class GhostSpec(CamelModel):
     system_prompt: str = Field("", max_length=100_000)
-    skills: list[SkillRef] = Field(default_factory=list, max_length=500)
-    preload_skills: list[SkillRef] = Field(
+    # `name`, `plugin/skill`, either pinned to a package version as `name@3`
+    # (backend/ghosts/pins.py); a pinned version is used by turns and never pruned.
+    skills: list[PinnedSkillRef] = Field(default_factory=list, max_length=500)
+    preload_skills: list[PinnedSkillRef] = Field(
         default_factory=list,
         validation_alias=AliasChoices("preloadSkills", "preload_skills"),
-        description="loaded into the first turn's prompt; each must also be in `skills`",
+        description="loaded into the first turn's prompt; each must also be in `skills` "
+        "(a version here, if any, must be the one `skills` pins)",
     )
     mcp_servers: dict[str, McpServer] = Field(default_factory=dict)
     model: GhostModel = Field(default_factory=GhostModel)

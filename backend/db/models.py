@@ -145,6 +145,22 @@ class Conversation(Base):
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
 
 
+class ConversationSkill(Base):
+    """The package version of each skill a conversation's turns loaded, as of its last good turn
+    (backend/chat/skill_versions.py): a later turn compares it to what it uses now and says
+    when a retained skill changed (`skill_changed`)."""
+
+    __tablename__ = "conversation_skills"
+
+    conversation_id: Mapped[str] = mapped_column(
+        ForeignKey("conversations.id", ondelete="CASCADE"), primary_key=True
+    )
+    skill: Mapped[str] = mapped_column(String(140), primary_key=True)  # `name` or `plugin/name`
+    version: Mapped[int] = mapped_column(Integer)
+    pinned: Mapped[bool] = mapped_column(Boolean)  # the version came from a Ghost's pin
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
 class Message(Base):
     """One chat message. An assistant message names the user message it answers (`reply_to`,
     unique), so a turn retried after a worker died cannot store a second answer."""

@@ -10,7 +10,6 @@ when an admin deletes a public skill; other users' Ghosts are only counted (`oth
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from sqlalchemy import exists, or_, select, text
@@ -18,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 from sqlalchemy.sql.elements import ColumnElement
 
+from backend.crd.common import parse_skill_ref
 from backend.crd.ghost import GHOST_KIND, current_spelling
 from backend.crd.skill import SKILL_KIND
 from backend.db.models import SYSTEM_USER_ID, Kind
@@ -27,14 +27,18 @@ from backend.kinds.store import Scope
 
 
 def _lists_skill(dialect: str, name: str) -> ColumnElement[bool]:
+    """Whether a Ghost row lists skill `name`, bare or pinned (`name@3`). Names hold only
+    `a-z0-9-/`, so the LIKE pattern has no wildcard of its own."""
     # preloadSkills is a subset of skills (validated on write), so `skills` is enough.
     if dialect == "postgresql":
-        clause = text("CAST(kinds.json -> 'spec' -> 'skills' AS jsonb) @> CAST(:skill AS jsonb)")
-        return clause.bindparams(skill=json.dumps([name]))  # type: ignore[return-value]
+        elements = "jsonb_array_elements_text(CAST(kinds.json -> 'spec' -> 'skills' AS jsonb))"
+    else:
+        elements = "json_each(kinds.json, '$.spec.skills')"
+    column = "s.value"
     clause = text(
-        "EXISTS (SELECT 1 FROM json_each(kinds.json, '$.spec.skills') AS s WHERE s.value = :skill)"
+        f"EXISTS (SELECT 1 FROM {elements} AS s WHERE {column} = :skill OR {column} LIKE :pinned)"
     )
-    return clause.bindparams(skill=name)  # type: ignore[return-value]
+    return clause.bindparams(skill=name, pinned=f"{name}@%")  # type: ignore[return-value]
 
 
 async def referencing_ghosts(session: AsyncSession, skill: Scope, name: str) -> list[Kind]:
@@ -59,7 +63,7 @@ def _without(crd: dict[str, Any], name: str) -> dict[str, Any]:
     crd = current_spelling(crd)
     spec = dict(crd["spec"])
     for key in ("skills", "preloadSkills"):
-        spec[key] = [n for n in spec.get(key, []) if n != name]
+        spec[key] = [r for r in spec.get(key, []) if parse_skill_ref(r).name != name]
     return {**crd, "metadata": dict(crd["metadata"]), "spec": spec}
 
 

@@ -15,15 +15,18 @@ from typing import Any, Literal
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from backend.crd.common import SkillPin
 from backend.crd.ghost import GHOST_KIND, current_spelling
 from backend.crd.skill import SKILL_KIND
 from backend.db.models import SYSTEM_USER_ID, Kind, Secret
 from backend.errors import InvalidRequest
+from backend.ghosts import pins
 from backend.ghosts.resolve import plugin_rows, skill_rows
 from backend.ghosts.status import served, served_many
 from backend.ghosts.validation import GhostInput, parse_ghost
 from backend.kinds import store
 from backend.kinds.store import Scope
+from backend.skills import versions
 from chat_shell import EgressPolicy
 
 Action = Literal["created", "configured", "unchanged"]
@@ -74,7 +77,8 @@ async def check_references(
 ) -> None:
     """`caller_id`: who writes (an admin for public Ghosts); an unknown skill the caller has in
     another namespace is pointed out."""
-    skills = ghost.ghost.spec.skills
+    refs = pins.refs(ghost.ghost.spec.skills)
+    skills = [r.name for r in refs]
     found = await skill_rows(session, scope, skills, lock=True)
     unknown = [n for n in skills if n not in found]
     if unknown:
@@ -85,6 +89,7 @@ async def check_references(
             code="unknown_skills",
             details={"skills": unknown, "namespace": scope.namespace, "elsewhere": elsewhere},
         )
+    await _check_pinned_versions(session, found, refs)
     plugins = ghost.ghost.spec.plugins or []
     have_plugins = await plugin_rows(session, scope, plugins, lock=True)
     missing_plugins = [n for n in plugins if n not in have_plugins]
@@ -111,6 +116,31 @@ async def check_references(
             code="unknown_secrets",
             details={"secrets": missing},
         )
+
+
+async def _check_pinned_versions(
+    session: AsyncSession, found: dict[str, Kind], refs: list[SkillPin]
+) -> None:
+    """Every pinned version exists now (the skill rows are share-locked, so a concurrent
+    version write, which prunes, waits for this transaction and then sees the pin)."""
+    wanted = [(found[r.name], r.version) for r in refs if r.version is not None]
+    if not wanted:
+        return
+    have = await versions.existing(session, [(row.id, number) for row, number in wanted])
+    missing = [(row, number) for row, number in wanted if (row.id, number) not in have]
+    if not missing:
+        return
+    row, number = missing[0]
+    raise InvalidRequest(
+        f"skill {row.name!r} has no version {number} (see GET .../skills/{row.name}/versions; "
+        "old versions are pruned unless a Ghost pins them)",
+        code="skill_version_not_found",
+        details={
+            "skill": row.name,
+            "version": number,
+            "missing": [f"{r.name}@{n}" for r, n in missing],
+        },
+    )
 
 
 def _content(crd: dict[str, Any]) -> tuple[Any, Any]:

@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.crd.ghost import current_spelling
 from backend.db.models import SYSTEM_USER_ID, Kind
+from backend.ghosts import pins
 from backend.ghosts.resolve import skill_rows
 from backend.kinds.store import Scope
 
@@ -35,9 +36,9 @@ def _disabled(name: str, row: Kind, preloaded: bool) -> str:
 def warnings(crd: Mapping[str, Any], skills: Mapping[str, Kind]) -> list[dict[str, Any]]:
     """The warnings of a Ghost whose skill names resolve to `skills` (name -> skill row)."""
     spec = crd["spec"]
-    preload = set(spec.get("preloadSkills", ()))
+    preload = set(pins.names(spec.get("preloadSkills", ())))
     found: list[dict[str, Any]] = []
-    for name in spec.get("skills", ()):
+    for name in pins.names(spec.get("skills", ())):
         row = skills.get(name)
         if row is not None and row.json["status"].get("enabled", True) is False:
             message = _disabled(name, row, name in preload)
@@ -52,7 +53,7 @@ async def served_many(
     current = [(scope, current_spelling(crd)) for scope, crd in ghosts]
     names: dict[Scope, set[str]] = {}
     for scope, crd in current:
-        names.setdefault(scope, set()).update(crd["spec"].get("skills", ()))
+        names.setdefault(scope, set()).update(pins.names(crd["spec"].get("skills", ())))
     rows = {scope: await skill_rows(session, scope, sorted(n)) for scope, n in names.items()}
     return [{**crd, "status": {"warnings": warnings(crd, rows[scope])}} for scope, crd in current]
 

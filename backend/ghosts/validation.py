@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from backend.crd.common import parse_skill_ref
 from backend.crd.ghost import Ghost
 from backend.crd.skill import McpServer
 from backend.db.models import SYSTEM_USER_ID
@@ -111,6 +112,14 @@ def _shape_error(exc: ValidationError) -> InvalidRequest:
             errors=problems,
         )
     errors = [{"loc": list(e["loc"]), "msg": e["msg"], "type": e["type"]} for e in raw]
+    if all(e["type"] == "invalid_skill_ref" for e in raw):
+        where = ".".join(str(p) for p in raw[0]["loc"])
+        return _invalid(
+            "invalid_skill_ref",
+            f"invalid Ghost: {where}: {raw[0]['msg']} (a skill is 'name', 'plugin/skill', "
+            "either optionally pinned as 'name@version')",
+            errors=errors,
+        )
     if all(tuple(e["loc"][:2]) in _MODE_LOCS for e in raw):
         return _invalid(
             "invalid_mcp_tool_mode",
@@ -147,7 +156,9 @@ def _check_place(ghost: Ghost, metadata: Mapping[str, Any], scope: Scope, name: 
 
 def _check_skill_lists(ghost: Ghost) -> None:
     spec = ghost.spec
-    lists = (spec.skills, spec.preload_skills)
+    skills = [parse_skill_ref(r) for r in spec.skills]
+    preloads = [parse_skill_ref(r) for r in spec.preload_skills]
+    lists = ([p.name for p in skills], [p.name for p in preloads])  # `a` and `a@2` are one skill
     twice = sorted({n for names in lists for n, count in Counter(names).items() if count > 1})
     if twice:
         raise _invalid("duplicate_skills", f"skills listed twice: {', '.join(twice)}", skills=twice)
@@ -156,12 +167,16 @@ def _check_skill_lists(ghost: Ghost) -> None:
         raise _invalid(
             "duplicate_plugins", f"plugins listed twice: {', '.join(plugins)}", plugins=plugins
         )
-    known = set(spec.skills)
-    extra = [n for n in spec.preload_skills if n not in known]
+    listed = {p.name: p.version for p in skills}
+    # A preload names a listed skill; a version on it, if any, must be the one `skills` pins.
+    extra = [
+        str(p) for p in preloads if p.name not in listed or p.version not in (None, listed[p.name])
+    ]
     if extra:
         raise _invalid(
             "preload_not_in_skills",
-            f"preloadSkills must also be in skills: {', '.join(extra)}",
+            f"preloadSkills must also be in skills (with the same version, if pinned): "
+            f"{', '.join(extra)}",
             skills=extra,
         )
 

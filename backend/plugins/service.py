@@ -25,6 +25,8 @@ from backend.crd.skill import SKILL_KIND
 from backend.db.models import SYSTEM_USER_ID, Kind, Secret
 from backend.egress import check_egress
 from backend.errors import Conflict, InvalidRequest, SkillhiveError
+from backend.ghosts import pins
+from backend.ghosts.pins import pinned_versions
 from backend.kinds import store
 from backend.kinds.store import Scope
 from backend.plugins.marketplace import Listing, RemoteFetcher, SharedBudget, listings
@@ -203,6 +205,7 @@ async def _write(
             created_by=actor,
             source={"type": "plugin", "plugin": draft.name, "path": skill.path},
             retain=settings.skill_versions_retain,
+            pinned=await pinned_versions(session, scope, skill.name),  # none yet: a new skill
         )
         await index_skill(session, row)
 
@@ -332,7 +335,7 @@ async def _owned_skills(session: AsyncSession, scope: Scope, name: str) -> list[
 def _uses(ghost: dict[str, Any], name: str) -> bool:
     spec = current_spelling(ghost)["spec"]
     return name in spec.get("plugins", []) or any(
-        s.startswith(f"{name}/") for s in spec.get("skills", [])
+        s.startswith(f"{name}/") for s in pins.names(spec.get("skills", []))
     )
 
 

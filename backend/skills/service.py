@@ -17,6 +17,7 @@ from backend.config import Settings
 from backend.db.models import SYSTEM_USER_ID, Kind
 from backend.egress import check_egress
 from backend.errors import Conflict, InvalidRequest, NotFound
+from backend.ghosts.pins import pinned_versions
 from backend.ghosts.references import release_skill
 from backend.kinds import store
 from backend.kinds.store import Scope
@@ -87,6 +88,7 @@ async def _record(
     source: dict[str, Any],
 ) -> int:
     status = row.json["status"]
+    pinned = await pinned_versions(session, Scope(row.user_id, row.namespace), row.name)
     return await versions.record(
         session,
         row.id,
@@ -97,6 +99,7 @@ async def _record(
         created_by=row.user_id if actor is None else actor,
         source=source,
         retain=settings.skill_versions_retain,
+        pinned=pinned,
     )
 
 

@@ -71,12 +71,13 @@ async def record(
     created_by: int | None,
     source: dict[str, Any],
     retain: int,
-    pinned: Collection[int] = (),
+    pinned: Collection[int],
 ) -> int:
     """Add the next version of skill `kind_id`: its CRD as stored and package `sha256`.
 
     `data` may be None when the bytes are already stored (a rollback). Older versions beyond
-    `retain` are pruned, except the `pinned` numbers. Returns the new version number.
+    `retain` are pruned, except the `pinned` numbers (those some Ghost pins:
+    `backend.ghosts.pins.pinned_versions`). Returns the new version number.
     """
     if data is not None and not await _has_blob(session, sha256):
         await _store_blob(session, sha256, data)
@@ -144,6 +145,34 @@ async def hashes_of(session: AsyncSession, kind_id: int) -> set[str]:
             select(SkillVersion.sha256).where(SkillVersion.kind_id == kind_id).distinct()
         )
     )
+
+
+async def existing(
+    session: AsyncSession, wanted: Collection[tuple[int, int]]
+) -> set[tuple[int, int]]:
+    """Which of the (skill kind_id, version number) pairs are stored."""
+    if not wanted:
+        return set()
+    kinds = {kind_id for kind_id, _ in wanted}
+    rows = await session.execute(
+        select(SkillVersion.kind_id, SkillVersion.number).where(
+            SkillVersion.kind_id.in_(kinds),
+            SkillVersion.number.in_({number for _, number in wanted}),
+        )
+    )
+    return {(k, n) for k, n in rows} & set(wanted)
+
+
+async def latest_numbers(session: AsyncSession, kind_ids: Collection[int]) -> dict[int, int]:
+    """kind_id -> its newest (current) version number."""
+    if not kind_ids:
+        return {}
+    rows = await session.execute(
+        select(SkillVersion.kind_id, func.max(SkillVersion.number))
+        .where(SkillVersion.kind_id.in_(set(kind_ids)))
+        .group_by(SkillVersion.kind_id)
+    )
+    return {row[0]: row[1] for row in rows}
 
 
 async def list_versions(session: AsyncSession, kind_id: int) -> list[VersionInfo]:

@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from backend.chat.skill_versions import SkillChangedEvent
 from backend.db.models import Message
 from chat_shell import (
     ArtifactEvent,
@@ -79,7 +80,8 @@ ProgressEvent = Annotated[
     | McpErrorEvent
     | ArtifactEvent
     | McpCallEvent
-    | UsageEvent,
+    | UsageEvent
+    | SkillChangedEvent,  # the host's own: a loaded skill is another version this turn
     Field(discriminator="type"),
 ]
 

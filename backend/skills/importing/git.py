@@ -18,7 +18,7 @@ from typing import Any
 
 from dulwich.client import AbstractHttpGitClient
 from dulwich.errors import GitProtocolError, HangupException, NotGitRepository
-from dulwich.object_store import peel_sha
+from dulwich.object_store import MemoryObjectStore, peel_sha
 from dulwich.objects import Blob, Commit, ObjectID, Tree
 from dulwich.refs import Ref
 from dulwich.repo import MemoryRepo
@@ -135,6 +135,36 @@ def fetch_git(
     return _checkout(repo, wanted, ref, path, downloader)
 
 
+class _FetchStore(MemoryObjectStore):
+    """A memory store that inflates a fetched pack once.
+
+    dulwich hands a fetched pack to `add_thin_pack` (servers may require the thin-pack
+    capability), which first copies it through a decompressing verifier and then inflates every
+    object again. A fetch without `haves` gets no deltas against absent objects, so the pack is
+    spooled as it is and `add_pack`'s commit checks its trailing checksum and inflates it once.
+    """
+
+    def add_thin_pack(
+        self,
+        read_all: Callable[[int], bytes],
+        read_some: Callable[[int], bytes] | None,
+        progress: Callable[[str], None] | None = None,
+        *,
+        max_input_size: int | None = None,  # the Downloader's byte budget bounds the pack
+    ) -> None:
+        spool, commit, abort = self.add_pack()
+        try:
+            while chunk := read_all(_SPOOL_CHUNK):
+                spool.write(chunk)
+        except BaseException:
+            abort()
+            raise
+        commit()
+
+
+_SPOOL_CHUNK = 1024 * 1024
+
+
 class _NotAdvertised(Exception):
     """The commit asked for is no advertised ref: servers refuse it as a shallow want."""
 
@@ -143,6 +173,7 @@ def _fetch(
     client: EgressGitClient, ref: str | None, *, shallow: bool
 ) -> tuple[MemoryRepo, ObjectID]:
     repo = MemoryRepo()
+    repo.object_store = _FetchStore()
     chosen: list[ObjectID] = []
 
     def determine_wants(refs: Mapping[Ref, ObjectID], depth: int | None = None) -> list[ObjectID]:
@@ -160,7 +191,15 @@ def _fetch(
         return sorted(set(advertised.values()))
 
     try:
-        client.fetch("", repo, determine_wants=determine_wants, depth=1 if shallow else None)
+        # Protocol v0: the refs come with the first answer, one request fewer than v2 (whose
+        # `ls-refs` would list every ref too: no prefix is asked for).
+        client.fetch(
+            "",
+            repo,
+            determine_wants=determine_wants,
+            depth=1 if shallow else None,
+            protocol_version=0,
+        )
     except FetchError:
         raise
     except KeyError:

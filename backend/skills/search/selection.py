@@ -19,6 +19,7 @@ from sqlalchemy import and_, exists, false, not_, or_, select, true
 from sqlalchemy.orm import aliased
 from sqlalchemy.sql.elements import ColumnElement
 
+from backend.crd.common import parse_skill_ref
 from backend.db.models import SYSTEM_USER_ID, Kind, SkillLabel, SkillSearch
 from backend.kinds.store import Scope
 
@@ -95,7 +96,7 @@ class GhostSkills:
         spec = ghost["spec"]
         return cls(
             owner=owner,
-            names=tuple(spec.get("skills", [])),
+            names=tuple(parse_skill_ref(r).name for r in spec.get("skills", [])),  # pins aside
             selector=LabelSelector.from_crd(spec.get("skillSelector")),
             include_public=bool(spec.get("includePublicSkills", False)),
             plugins=tuple(spec.get("plugins") or ()),
