@@ -27,10 +27,7 @@ from tests.support.instant_gateway import ANSWER
 # PostgreSQL only: under this load SQLite's WAL answers some read-then-write transactions
 # SQLITE_BUSY at once (no busy wait helps), which surfaces as 503; the embedded database is for
 # one machine's first try, not 264 concurrent turns. Left open in the issue.
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.parametrize("db_backend", ["postgresql"], indirect=True),
-]
+pytestmark = pytest.mark.slow
 
 JSON_CHATS = 64
 SSE_CHATS = 200
