@@ -122,6 +122,7 @@ def create_app(
             settings.effective_database_url,
             pool_size=settings.database_pool_size,
             pool_timeout=settings.database_pool_timeout,
+            busy_timeout=settings.database_busy_timeout,
         )
         app.state.engine = engine
         app.state.sessionmaker = create_sessionmaker(engine)

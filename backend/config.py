@@ -82,6 +82,12 @@ class Settings(BaseSettings):
         description="Seconds a request waits for a pooled connection before it is answered "
         "503 `dependency_unavailable` with `Retry-After`.",
     )
+    database_busy_timeout: float = Field(
+        30.0,
+        gt=0,
+        description="SQLite: seconds a write waits for the database's write lock before it is "
+        "answered 503 `dependency_unavailable` with `Retry-After`.",
+    )
     retry_after_seconds: int = Field(
         2,
         ge=1,

@@ -392,7 +392,11 @@ async def serve(settings: Settings, *, model: BaseChatModel | None = None) -> No
             "skillhive worker needs SKILLHIVE_REDIS_URL (embedded mode runs turns in the gateway)"
         )
     configure_tracing(settings, "skillhive-worker")  # ops
-    engine = create_engine(settings.effective_database_url, pool_size=settings.database_pool_size)
+    engine = create_engine(
+        settings.effective_database_url,
+        pool_size=settings.database_pool_size,
+        busy_timeout=settings.database_busy_timeout,
+    )
     sessionmaker = create_sessionmaker(engine)
     redis = create_redis(settings.redis_url)
     sandbox = create_sandbox(settings)

@@ -35,6 +35,7 @@ from backend.chat import conversations
 from backend.chat.transport import LocalTransport
 from backend.chat.turns import PreparedTurn, TurnRunner
 from backend.config import Settings
+from backend.crd.ghost import GhostSpec
 from backend.db.engine import create_engine, create_sessionmaker
 from backend.db.models import Kind, SkillLabel, SkillSearch
 from backend.db.types import utcnow
@@ -228,8 +229,8 @@ async def run(pairs: int, rounds: int) -> None:
                 )
                 # Both turns load the same skill: the 10-skill Ghost's best match.
                 async with sessionmaker() as session:
-                    small_source = GhostSkills.from_crd(
-                        Scope(user.id, "small"), {"spec": {"skillSelector": {}}}
+                    small_source = GhostSkills.from_spec(
+                        Scope(user.id, "small"), GhostSpec.model_validate({"skillSelector": {}})
                     )
                     best = await search(session, small_source, MESSAGE, limit=1, threshold=0)
                 target = best[0].name
@@ -239,8 +240,8 @@ async def run(pairs: int, rounds: int) -> None:
                 prep = await compare(
                     lambda: runner.prepare(*large), lambda: runner.prepare(*small), pairs=pairs
                 )
-                source = GhostSkills.from_crd(
-                    Scope(user.id, "large"), {"spec": {"skillSelector": {}}}
+                source = GhostSkills.from_spec(
+                    Scope(user.id, "large"), GhostSpec.model_validate({"skillSelector": {}})
                 )
                 mine, bare = await search_latency(sessionmaker, source, rounds)
             finally:

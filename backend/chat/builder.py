@@ -8,13 +8,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from pydantic import SecretStr
 
+from backend.chat.mcp import engine_servers, secret_names
 from backend.config import Settings
+from backend.crd.ghost import GhostModel, GhostSpec
+from backend.crd.skill import Skill
 from backend.db.models import Message
 from backend.errors import InvalidRequest
+from backend.ghosts.resolve import ResolvedGhost
 from chat_shell import (
     OFFLINE_MODEL,
     CatalogEntry,
@@ -26,7 +29,6 @@ from chat_shell import (
     SubstitutionContext,
     TurnRequest,
     UserRef,
-    find_placeholders,
     last_loaded_records,
     merge_mcp_servers,
     parse_mcp_servers,
@@ -38,8 +40,7 @@ class TurnInputs:
     conversation_id: str
     user_id: int
     user_name: str
-    ghost: Mapping[str, Any]  # the Ghost CRD
-    ghost_is_public: bool
+    ghost: ResolvedGhost
     catalog: Sequence[CatalogEntry]  # what the prompt lists of the Ghost's enabled skills
     skills: Sequence[SkillSpec]  # the skills the turn starts with in full
     skill_search: bool  # the catalog is compact: the model searches for the rest
@@ -52,26 +53,24 @@ class TurnInputs:
     global_servers: Mapping[str, McpServerConfig] | None = None
 
 
-def skill_spec(crd: Mapping[str, Any]) -> SkillSpec:
-    spec, status = crd["spec"], crd["status"]
-    public = bool(status.get("public"))
+def skill_spec(skill: Skill) -> SkillSpec:
+    spec, public = skill.spec, skill.status.public
     return SkillSpec(
-        name=crd["metadata"]["name"],
-        description=spec.get("description", ""),
-        display_name=spec.get("displayName"),
-        prompt=spec.get("prompt", ""),
+        name=skill.metadata.name,
+        description=spec.description,
+        display_name=spec.display_name,
+        prompt=spec.prompt,
         tools=[
-            {"name": t["name"], "provider": t.get("provider") or "", "config": t.get("config", {})}
-            for t in spec.get("tools", [])
+            {"name": t.name, "provider": t.provider or "", "config": t.config} for t in spec.tools
         ],
-        provider=spec.get("provider"),
-        config=spec.get("config", {}),
+        provider=spec.provider.model_dump(by_alias=True) if spec.provider else None,
+        config=spec.config,
         # A skill's own servers are trusted (stdio allowed) only when the skill is public.
-        mcp_servers=parse_mcp_servers(spec.get("mcpServers", {}), trusted=public),
+        mcp_servers=engine_servers(spec.mcp_servers, trusted=public),
         public=public,
-        sha256=status.get("sha256"),
-        files=[{"path": f["path"], "size": f["size"]} for f in spec.get("files", [])],
-        allowed_tools=spec.get("allowedTools") or None,  # empty: not declared
+        sha256=skill.status.sha256,
+        files=[{"path": f.path, "size": f.size} for f in spec.files],
+        allowed_tools=spec.allowed_tools or None,  # empty: not declared
     )
 
 
@@ -88,7 +87,7 @@ def check_server_model(name: str, settings: Settings) -> None:
 
 
 def model_settings(
-    ghost_model: Mapping[str, Any],
+    ghost_model: GhostModel,
     settings: Settings,
     secrets: Mapping[str, str],
     *,
@@ -100,9 +99,9 @@ def model_settings(
     A Ghost on the server's endpoint and key is bounded by the operator (allowed models, a
     `maxTokens` ceiling). A Ghost's own endpoint is the tenant's choice, reached through the
     egress policy, unless the Ghost is public (written by an admin)."""
-    own_endpoint = ghost_model.get("baseUrl")
+    own_endpoint = ghost_model.base_url
     key: SecretStr | None = None if own_endpoint else settings.openai_api_key
-    secret_name = ghost_model.get("apiKeySecret")
+    secret_name = ghost_model.api_key_secret
     if secret_name:
         if secret_name not in secrets:
             raise InvalidRequest(
@@ -111,8 +110,8 @@ def model_settings(
                 details={"secret": secret_name},
             )
         key = SecretStr(secrets[secret_name])
-    name = ghost_model.get("name") or settings.model
-    max_tokens = ghost_model.get("maxTokens")
+    name = ghost_model.name or settings.model
+    max_tokens = ghost_model.max_tokens
     if not own_endpoint and not secret_name:  # the server's endpoint and key
         check_server_model(name, settings)
         max_tokens = min(max_tokens or settings.model_max_tokens, settings.model_max_tokens)
@@ -120,7 +119,7 @@ def model_settings(
         name=name,
         base_url=own_endpoint or settings.openai_base_url,
         api_key=key,
-        temperature=ghost_model.get("temperature"),
+        temperature=ghost_model.temperature,
         max_tokens=max_tokens,
         trusted=not own_endpoint or ghost_is_public,
         timeout_s=settings.model_timeout_s,
@@ -145,45 +144,27 @@ def global_servers(settings: Settings) -> dict[str, McpServerConfig]:
 
 
 def ghost_servers(inputs: TurnInputs, settings: Settings) -> dict[str, McpServerConfig]:
+    """The server's MCP servers under the Ghost's (both parsed once, not per turn)."""
     server = inputs.global_servers
-    ghost = parse_mcp_servers(
-        inputs.ghost["spec"].get("mcpServers", {}), trusted=inputs.ghost_is_public
+    return merge_mcp_servers(
+        global_servers(settings) if server is None else server, inputs.ghost.mcp_servers, {}
     )
-    return merge_mcp_servers(global_servers(settings) if server is None else server, ghost, {})
-
-
-def mcp_uses_secrets(servers: Mapping[str, McpServerConfig]) -> bool:
-    """Whether a server's `${{secrets.NAME}}` placeholder names a user secret (found by the
-    placeholder parser over the fields it substitutes)."""
-    return any(
-        path.partition(".")[0] == "secrets"
-        for config in servers.values()
-        for path in find_placeholders(config)
-    )
-
-
-def stored_mcp_uses_secrets(raw: Mapping[str, Any] | None) -> bool:
-    """`mcp_uses_secrets` of stored (already validated) `mcpServers` JSON."""
-    return bool(raw) and mcp_uses_secrets(parse_mcp_servers(raw or {}, trusted=False))
 
 
 def needs_secrets(
-    ghost: Mapping[str, Any],
+    ghost: ResolvedGhost,
     server_mcp: Mapping[str, McpServerConfig],
     *,
     skills_use_secrets: bool,
 ) -> bool:
     """Whether anything this turn may use refers to a user secret (key or placeholder);
     `skills_use_secrets`: whether one of the Ghost's skills does (backend/chat/catalog.py)."""
-    spec = ghost["spec"]
-    if skills_use_secrets or (spec.get("model") or {}).get("apiKeySecret"):
-        return True
-    return mcp_uses_secrets(server_mcp) or stored_mcp_uses_secrets(spec.get("mcpServers"))
+    return skills_use_secrets or bool(ghost.secrets) or bool(secret_names(server_mcp))
 
 
-def retention_turns(ghost: Mapping[str, Any], settings: Settings) -> int:
-    retention = ghost["spec"].get("retentionTurns")
-    return settings.retention_turns if retention is None else int(retention)
+def retention_turns(spec: GhostSpec, settings: Settings) -> int:
+    retention = spec.retention_turns
+    return settings.retention_turns if retention is None else retention
 
 
 def turn_index(user_turns_before: int, messages: Sequence[Message]) -> int:
@@ -191,20 +172,20 @@ def turn_index(user_turns_before: int, messages: Sequence[Message]) -> int:
 
 
 def wanted_skills(
-    ghost: Mapping[str, Any],
+    spec: GhostSpec,
     messages: Sequence[Message],
     user_turns_before: int,
     settings: Settings,
 ) -> list[str]:
     """The skills a turn starts with: the preloaded ones and those still retained from history."""
     turn = turn_index(user_turns_before, messages)
-    retention = retention_turns(ghost, settings)
+    retention = retention_turns(spec, settings)
     recent = [
         r.name
         for r in last_loaded_records(history(messages))
         if 0 <= turn - r.last_used_turn <= retention
     ]
-    return list(dict.fromkeys([*ghost["spec"].get("preloadSkills", []), *recent]))
+    return list(dict.fromkeys([*spec.preload_skills, *recent]))
 
 
 def disabled_notice(name: str) -> SkillErrorEvent:
@@ -216,28 +197,24 @@ def disabled_notice(name: str) -> SkillErrorEvent:
 
 
 def build_turn_request(inputs: TurnInputs, settings: Settings) -> TurnRequest:
-    spec = inputs.ghost["spec"]
+    spec = inputs.ghost.spec
     names = {s.name for s in inputs.skills}
-    preloads = spec.get("preloadSkills", [])
     return TurnRequest(
         conversation_id=inputs.conversation_id,
         user_id=inputs.user_id,
-        system_prompt=spec.get("systemPrompt", ""),
+        system_prompt=spec.system_prompt,
         model=model_settings(
-            spec.get("model") or {},
-            settings,
-            inputs.secrets,
-            ghost_is_public=inputs.ghost_is_public,
+            spec.model, settings, inputs.secrets, ghost_is_public=inputs.ghost.public
         ),
         skills=list(inputs.skills),
-        preload_skills=[n for n in preloads if n in names],
+        preload_skills=[n for n in spec.preload_skills if n in names],
         catalog=list(inputs.catalog),
         skill_search=inputs.skill_search,
         mcp_servers=ghost_servers(inputs, settings),
-        mcp_tool_mode=spec.get("mcpToolMode") or "direct",
+        mcp_tool_mode=spec.mcp_tool_mode or "direct",
         history=history(inputs.history),
         user_message=inputs.user_message,
-        retention_turns=retention_turns(inputs.ghost, settings),
+        retention_turns=retention_turns(spec, settings),
         loaded_skills_token_budget=settings.loaded_skills_token_budget,
         recursion_limit=settings.recursion_limit,
         mcp_connect_timeout_s=settings.mcp_connect_timeout_s,

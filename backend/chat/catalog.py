@@ -23,6 +23,8 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from backend.chat.builder import skill_spec
 from backend.chat.skill_versions import UsedVersion
+from backend.crd.skill import Skill
+from backend.crd.stored import stored
 from backend.db.models import SYSTEM_USER_ID, Kind, SkillSearch, SkillVersion
 from backend.errors import SkillhiveError
 from backend.skills import versions
@@ -71,8 +73,9 @@ class SkillSpecCache:
         crd = await session.scalar(select(Kind.json).where(Kind.id == kind_id))
         if crd is None:  # deleted since the index was read
             raise SkillhiveError("the skill was deleted meanwhile", code="skill_not_found")
-        spec = skill_spec(crd)
-        if crd["status"].get("sha256") == sha256:  # not replaced since the index was read
+        skill = stored(Skill, crd)  # validated once per package: later turns hit the cache
+        spec = skill_spec(skill)
+        if skill.status.sha256 == sha256:  # not replaced since the index was read
             self._entries[key] = spec
             if len(self._entries) > self._max:
                 self._entries.popitem(last=False)
@@ -102,7 +105,7 @@ class SkillSpecCache:
             self.hits += 1
             return cached
         self.misses += 1
-        spec = skill_spec(await versions.crd_of(session, kind_id, number))
+        spec = skill_spec(stored(Skill, await versions.crd_of(session, kind_id, number)))
         self._entries[key] = spec
         if len(self._entries) > self._max:
             self._entries.popitem(last=False)

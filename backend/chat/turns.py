@@ -41,7 +41,7 @@ from backend.ops.quotas import Quotas
 from backend.ops.quotas import limits_for as quota_limits
 from backend.ops.tracing import tracer
 from backend.ops.usage import TurnAccount, record_calls
-from backend.plugins.commands import invocation_for, with_preloads
+from backend.plugins.commands import invocation_for
 from backend.secrets import service as secrets
 from chat_shell import (
     ChatShellError,
@@ -155,17 +155,17 @@ class TurnRunner:
             conversation, user = await conversations.with_owner(session, conversation_id)
             if not user.is_active:  # deactivated while the turn waited: none of its secrets
                 raise Unauthorized("user is deactivated", code="user_inactive")
-            ghost, owner_scope = await resolve_ghost(session, user.id, conversation.ghost)
-            pinned = pins.pins(ghost["spec"])  # `name@3` in spec.skills
-            ghost = pins.unpinned(ghost)  # the rest of the turn reads bare names
+            ghost = await resolve_ghost(session, user.id, conversation.ghost)
+            pinned = pins.pins(ghost.spec.skills)  # `name@3` in spec.skills
+            ghost = ghost.unpinned()  # the rest of the turn reads bare names
             # A `/command` becomes the request and preloads its skills (backend/chat/commands.py).
             message = window.user_message.content
-            invocation = await invocation_for(session, owner_scope, ghost, message)
+            invocation = await invocation_for(session, ghost.owner, ghost.spec, message)
             if invocation is not None:
-                ghost = with_preloads(ghost, invocation.skills)
+                ghost = ghost.with_preloads(invocation.skills)
             message = invocation.request if invocation is not None else unescape(message)
-            source = ghost_skills(owner_scope, ghost)
-            budget = ghost["spec"].get("catalogBudgetTokens")
+            source = ghost_skills(ghost.owner, ghost.spec)
+            budget = ghost.spec.catalog_budget_tokens
             skills = await turn_skills(
                 session,
                 source,
@@ -173,17 +173,15 @@ class TurnRunner:
                 budget_tokens=self.settings.catalog_budget_tokens if budget is None else budget,
                 message=message,
                 wanted=wanted_skills(
-                    ghost, window.history, window.user_turns_before, self.settings
+                    ghost.spec, window.history, window.user_turns_before, self.settings
                 ),
                 threshold=self.settings.skill_search_threshold,
                 pins=pinned,
             )
             before = await skill_versions.recorded(session, conversation_id)
-            preloads = ghost["spec"].get("preloadSkills", [])
-            preloaded = await resolve_skills(session, owner_scope, preloads) if preloads else []
-            disabled = [
-                c["metadata"]["name"] for c in preloaded if not c["status"].get("enabled", True)
-            ]
+            preloads = ghost.spec.preload_skills
+            preloaded = await resolve_skills(session, ghost.owner, preloads) if preloads else []
+            disabled = [s.metadata.name for s in preloaded if not s.status.enabled]
             limits = await quota_limits(session, self.settings, user.id)  # ops
             user_secrets: dict[str, str] = {}
             if needs_secrets(ghost, self.mcp_servers, skills_use_secrets=skills.uses_secrets):
@@ -193,7 +191,6 @@ class TurnRunner:
             user_id=user.id,
             user_name=user.name,
             ghost=ghost,
-            ghost_is_public=owner_scope.user_id == 0,
             catalog=skills.catalog,
             skills=skills.specs,
             skill_search=skills.search,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import event
@@ -35,27 +36,35 @@ def sync_url(url: str) -> URL:
     return _with_driver(url, _SYNC_DRIVERS)
 
 
-def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
-    # Foreign keys are off by default in SQLite; WAL lets readers run beside the writer, and in
-    # WAL mode synchronous=NORMAL cannot corrupt the database (a power cut may lose the last
-    # commits) while sparing an fsync per commit.
-    cursor = dbapi_connection.cursor()
-    cursor.execute("PRAGMA foreign_keys=ON")
-    cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute("PRAGMA synchronous=NORMAL")
-    cursor.execute("PRAGMA busy_timeout=5000")
-    cursor.close()
+def _sqlite_pragmas(busy_timeout: float) -> Callable[[Any, Any], None]:
+    def connect(dbapi_connection: Any, _record: Any) -> None:
+        # Foreign keys are off by default in SQLite; WAL lets readers run beside the writer, and
+        # in WAL mode synchronous=NORMAL cannot corrupt the database (a power cut may lose the
+        # last commits) while sparing an fsync per commit. The driver begins a transaction only
+        # at a transaction's first write (its reads before that run on their own), so a write
+        # never upgrades a read snapshot: it waits for the write lock up to `busy_timeout`.
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute(f"PRAGMA busy_timeout={int(busy_timeout * 1000)}")
+        cursor.close()
+
+    return connect
 
 
-def create_engine(url: str, *, pool_size: int = 10, pool_timeout: float = 30.0) -> AsyncEngine:
+def create_engine(
+    url: str, *, pool_size: int = 10, pool_timeout: float = 30.0, busy_timeout: float = 30.0
+) -> AsyncEngine:
     """`pool_timeout`: how long a checkout waits for a free connection before SQLAlchemy's
-    `TimeoutError` (the API answers it 503 `dependency_unavailable`)."""
+    `TimeoutError`; `busy_timeout` (SQLite): how long a write waits for the write lock before
+    "database is locked". The API answers both 503 `dependency_unavailable`."""
     target = async_url(url)
     pool = {"pool_size": pool_size, "max_overflow": pool_size, "pool_timeout": pool_timeout}
     if target.get_backend_name() == "sqlite":
         in_memory = target.database in (None, "", ":memory:")  # one shared connection
         engine = create_async_engine(target, **({} if in_memory else pool))
-        event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
+        event.listen(engine.sync_engine, "connect", _sqlite_pragmas(busy_timeout))
         return engine
     return create_async_engine(target, pool_pre_ping=True, **pool)
 

@@ -7,16 +7,19 @@ a public Ghost sees public skills only.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from sqlalchemy import and_, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from backend.crd.common import name_problem
-from backend.crd.ghost import GHOST_KIND, current_spelling
+from backend.chat.mcp import engine_servers, secret_names
+from backend.crd.common import name_problem, parse_skill_ref
+from backend.crd.ghost import GHOST_KIND, Ghost, GhostSpec
 from backend.crd.plugin import PLUGIN_KIND
-from backend.crd.skill import SKILL_KIND
+from backend.crd.skill import SKILL_KIND, Skill
+from backend.crd.stored import stored
 from backend.db.models import SYSTEM_USER_ID, Kind
 from backend.errors import InvalidRequest
 from backend.ghosts import PUBLIC_GHOSTS, PUBLIC_NAMESPACE
@@ -24,6 +27,49 @@ from backend.kinds import store
 from backend.kinds.store import Scope
 from backend.skills.search.selection import GhostSkills
 from backend.skills.service import PUBLIC_SCOPE as PUBLIC_SKILLS
+from chat_shell import McpServerConfig
+
+
+@dataclass(frozen=True)
+class ResolvedGhost:
+    """A Ghost as a turn uses it: the stored CRD validated once, its owner, its MCP servers
+    parsed once (trusted when the Ghost is public), and the user secrets it names."""
+
+    crd: Ghost
+    owner: Scope
+    mcp_servers: Mapping[str, McpServerConfig]
+    secrets: frozenset[str]  # model.apiKeySecret and the `${{secrets.NAME}}` of its servers
+
+    @classmethod
+    def of(cls, crd: Ghost, owner: Scope) -> ResolvedGhost:
+        servers = engine_servers(crd.spec.mcp_servers, trusted=owner.user_id == SYSTEM_USER_ID)
+        key = crd.spec.model.api_key_secret
+        return cls(crd, owner, servers, secret_names(servers) | ({key} if key else set()))
+
+    @property
+    def spec(self) -> GhostSpec:
+        return self.crd.spec
+
+    @property
+    def public(self) -> bool:
+        return self.owner.user_id == SYSTEM_USER_ID
+
+    def unpinned(self) -> ResolvedGhost:
+        """The Ghost with bare names in `skills` and `preloadSkills` (`name@3` -> `name`): what
+        the rest of a turn reads once the pins are taken (`backend/ghosts/pins.py`)."""
+        spec = self.spec.model_copy(
+            update={
+                "skills": [parse_skill_ref(r).name for r in self.spec.skills],
+                "preload_skills": [parse_skill_ref(r).name for r in self.spec.preload_skills],
+            }
+        )
+        return dataclasses.replace(self, crd=self.crd.model_copy(update={"spec": spec}))
+
+    def with_preloads(self, skills: Sequence[str]) -> ResolvedGhost:
+        """The Ghost as one turn sees it: `skills` preloaded on top of its own preloads."""
+        preloads = list(dict.fromkeys([*self.spec.preload_skills, *skills]))
+        spec = self.spec.model_copy(update={"preload_skills": preloads})
+        return dataclasses.replace(self, crd=self.crd.model_copy(update={"spec": spec}))
 
 
 def parse_ref(user_id: int, ref: str) -> tuple[Scope, str]:
@@ -40,14 +86,17 @@ def parse_ref(user_id: int, ref: str) -> tuple[Scope, str]:
     return Scope(user_id, namespace), name
 
 
-async def resolve_ghost(
-    session: AsyncSession, user_id: int, ref: str
-) -> tuple[dict[str, Any], Scope]:
-    """The Ghost CRD `ref` names for `user_id` (today's key spelling) and its owner scope;
-    404 `ghost_not_found`."""
+async def ghost_row(session: AsyncSession, user_id: int, ref: str) -> tuple[Kind, Scope]:
+    """The Ghost row `ref` names for `user_id` and its owner scope; 404 `ghost_not_found`."""
     scope, name = parse_ref(user_id, ref)
-    row = await store.get(session, GHOST_KIND, scope, name)
-    return current_spelling(row.json), scope
+    return await store.get(session, GHOST_KIND, scope, name), scope
+
+
+async def resolve_ghost(session: AsyncSession, user_id: int, ref: str) -> ResolvedGhost:
+    """The Ghost `ref` names for `user_id`, validated; 404 `ghost_not_found`, 409
+    `stored_crd_invalid` for a stored row that no longer validates."""
+    row, scope = await ghost_row(session, user_id, ref)
+    return ResolvedGhost.of(stored(Ghost, row.json), scope)
 
 
 async def skill_rows(
@@ -93,13 +142,13 @@ async def plugin_rows(
 
 async def resolve_skills(
     session: AsyncSession, owner_scope: Scope, names: Sequence[str]
-) -> list[dict[str, Any]]:
-    """The Skill CRDs `names` resolve to, in the order given; unresolved names are skipped."""
+) -> list[Skill]:
+    """The Skills `names` resolve to, in the order given; unresolved names are skipped."""
     found = await skill_rows(session, owner_scope, names)
-    return [found[n].json for n in dict.fromkeys(names) if n in found]
+    return [stored(Skill, found[n].json) for n in dict.fromkeys(names) if n in found]
 
 
-def ghost_skills(owner_scope: Scope, ghost: dict[str, Any]) -> GhostSkills:
+def ghost_skills(owner_scope: Scope, spec: GhostSpec) -> GhostSkills:
     """Which skills a Ghost uses: those it lists, those its `skillSelector` picks among the
     owner's skills in its namespace, and with `includePublicSkills` the public ones."""
-    return GhostSkills.from_crd(owner_scope, ghost)
+    return GhostSkills.from_spec(owner_scope, spec)

@@ -16,8 +16,9 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.crd.common import SkillPin
-from backend.crd.ghost import GHOST_KIND, current_spelling
+from backend.crd.ghost import GHOST_KIND, Ghost, current_spelling
 from backend.crd.skill import SKILL_KIND
+from backend.crd.stored import stored
 from backend.db.models import SYSTEM_USER_ID, Kind, Secret
 from backend.errors import InvalidRequest
 from backend.ghosts import pins
@@ -246,6 +247,11 @@ async def replace(
 
 async def get(session: AsyncSession, scope: Scope, name: str) -> dict[str, Any]:
     return await served(session, scope, (await store.get(session, GHOST_KIND, scope, name)).json)
+
+
+async def get_typed(session: AsyncSession, scope: Scope, name: str) -> Ghost:
+    """The stored Ghost, validated (409 `stored_crd_invalid` if it no longer validates)."""
+    return stored(Ghost, (await store.get(session, GHOST_KIND, scope, name)).json)
 
 
 async def list_page(

@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from backend.chat.mcp import secret_names, secret_refs
 from backend.crd.common import parse_skill_ref
 from backend.crd.ghost import Ghost
 from backend.crd.skill import McpServer
@@ -32,7 +33,6 @@ from chat_shell import (
     McpServerConfig,
     McpStdioForbiddenError,
     check_stdio_allowed,
-    find_placeholders,
     parse_mcp_server,
     validate_placeholders,
 )
@@ -84,7 +84,7 @@ def parse_ghost(
     configs = check_mcp_servers(ghost.spec.mcp_servers, trusted=trusted)
     if not trusted:
         _check_egress(ghost, configs, egress if egress is not None else EgressPolicy())
-    secrets = {ref for config in configs.values() for ref in _secret_refs(config)}
+    secrets = set(secret_names(configs))
     if ghost.spec.model.api_key_secret is not None:
         check_secret_name(ghost.spec.model.api_key_secret)
         secrets.add(ghost.spec.model.api_key_secret)
@@ -243,10 +243,6 @@ def _check_stdio(configs: Mapping[str, McpServerConfig]) -> None:
         )
 
 
-def _secret_refs(config: McpServerConfig) -> set[str]:
-    return {p.partition(".")[2] for p in find_placeholders(config) if p.startswith("secrets.")}
-
-
 def _check_placeholders(configs: Mapping[str, McpServerConfig]) -> None:
     problems: list[dict[str, Any]] = []
     for name, config in configs.items():
@@ -255,7 +251,7 @@ def _check_placeholders(configs: Mapping[str, McpServerConfig]) -> None:
         except McpPlaceholderError as exc:
             problems.append({"server": name, "message": exc.message, **exc.details})
             continue
-        for ref in sorted(_secret_refs(config)):
+        for ref in sorted(secret_refs(config)):
             if not SECRET_NAME.fullmatch(ref):
                 problems.append(
                     {

@@ -9,12 +9,15 @@ frontmatter says `user-invocable: false`. Commands win over skills of the same n
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.chat.commands import Command, Invocation, expand, invoked_name
+from backend.crd.ghost import GhostSpec
+from backend.crd.plugin import Plugin
+from backend.crd.skill import Skill
+from backend.crd.stored import stored
 from backend.db.models import Kind, SkillSearch
 from backend.ghosts.resolve import ghost_skills, plugin_rows
 from backend.kinds.store import Scope
@@ -22,38 +25,38 @@ from backend.kinds.store import Scope
 MAX_SKILL_COMMANDS = 1000  # a Ghost selecting more skills offers the first ones by name
 
 
-def _invocable(crd: dict[str, Any]) -> bool:
-    extra = crd.get("spec", {}).get("extra", {})
+def _invocable(skill: Skill) -> bool:
+    extra = skill.spec.extra
     value = extra.get("user-invocable", extra.get("userInvocable", True))
     return value is not False and str(value).lower() != "false"
 
 
 async def ghost_commands(
-    session: AsyncSession, owner: Scope, ghost: dict[str, Any]
+    session: AsyncSession, owner: Scope, spec: GhostSpec
 ) -> tuple[list[Command], dict[str, Command]]:
     """(what to list, every name that invokes something -> its command)."""
     listed: list[Command] = []
     names: dict[str, Command] = {}
-    plugins = ghost["spec"].get("plugins") or []
+    plugins = spec.plugins or []
     rows = await plugin_rows(session, owner, plugins)
-    found = [(p, rows[p].json["spec"].get("commands", [])) for p in plugins if p in rows]
-    counts = Counter(c["name"] for _, commands in found for c in commands)
+    found = [(p, stored(Plugin, rows[p].json).spec.commands) for p in plugins if p in rows]
+    counts = Counter(c.name for _, commands in found for c in commands)
     for plugin, commands in found:
-        for raw in commands:
-            short = raw["name"]
+        for declared in commands:
+            short = declared.name
             qualified = f"{plugin}:{short}"
             command = Command(
                 name=short if counts[short] == 1 else qualified,
-                description=raw.get("description", ""),
-                argument_hint=raw.get("argumentHint"),
+                description=declared.description,
+                argument_hint=declared.argument_hint,
                 source=f"plugin:{plugin}",
-                prompt=raw["prompt"],
-                skills=tuple(raw.get("skills", [])),
+                prompt=declared.prompt,
+                skills=tuple(declared.skills),
             )
             listed.append(command)
             names[qualified] = command
             names.setdefault(command.name, command)
-    source = ghost_skills(owner, ghost)
+    source = ghost_skills(owner, spec)
     stmt = (
         select(SkillSearch.name, SkillSearch.description, Kind.json)
         .join(Kind, Kind.id == SkillSearch.kind_id)
@@ -62,9 +65,12 @@ async def ghost_commands(
         .limit(MAX_SKILL_COMMANDS)
     )
     for name, description, crd in (await session.execute(stmt)).all():
-        if not _invocable(crd) or name in names:
+        if name in names:
             continue
-        hint = crd["spec"].get("extra", {}).get("argument-hint")
+        skill = stored(Skill, crd)
+        if not _invocable(skill):
+            continue
+        hint = skill.spec.extra.get("argument-hint")
         command = Command(
             name=name,
             description=description,
@@ -79,18 +85,11 @@ async def ghost_commands(
 
 
 async def invocation_for(
-    session: AsyncSession, owner: Scope, ghost: dict[str, Any], message: str
+    session: AsyncSession, owner: Scope, spec: GhostSpec, message: str
 ) -> Invocation | None:
     """The command `message` invokes on this Ghost (None: an ordinary message); 422
     `unknown_command` when the Ghost offers no such command."""
     if invoked_name(message) is None:
         return None
-    _, names = await ghost_commands(session, owner, ghost)
+    _, names = await ghost_commands(session, owner, spec)
     return expand(message, names)
-
-
-def with_preloads(ghost: dict[str, Any], skills: tuple[str, ...]) -> dict[str, Any]:
-    """The Ghost as one turn sees it: `skills` preloaded on top of its own preloads."""
-    spec = ghost["spec"]
-    preloads = list(dict.fromkeys([*spec.get("preloadSkills", []), *skills]))
-    return {**ghost, "spec": {**spec, "preloadSkills": preloads}}

@@ -11,6 +11,7 @@ from pydantic import ValidationError
 
 from backend.chat.builder import model_settings
 from backend.config import NON_SERVER_VARIABLES, Settings, unknown_env_variables
+from backend.crd.ghost import GhostModel
 from chat_shell.models import create_chat_model
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -64,7 +65,7 @@ def test_empty_openai_variables_leave_the_client_on_its_defaults(
     monkeypatch.setenv("SKILLHIVE_OPENAI_API_KEY", " ")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-from-the-environment")
     monkeypatch.setenv("SKILLHIVE_MODEL", "gpt-test")  # the server's model: allowed on its key
-    model = model_settings({"name": "gpt-test"}, Settings(), {})
+    model = model_settings(GhostModel(name="gpt-test"), Settings(), {})
     assert model.base_url is None and model.api_key is None
     client = create_chat_model(model)
     assert isinstance(client, ChatOpenAI) and client.openai_api_base is None

@@ -20,7 +20,7 @@ from backend.chat.runtime import DEFAULT_TITLE
 from backend.chat.transport import TurnEnded, TurnEnvelope, message_json
 from backend.db.models import Conversation
 from backend.errors import ServiceUnavailable
-from backend.ghosts.resolve import resolve_ghost
+from backend.ghosts.resolve import ghost_row
 from backend.ops.quotas import check_stored
 from backend.ops.usage import conversation_totals
 
@@ -121,7 +121,7 @@ _SSE_EVENTS = (
 async def create_conversation(
     body: ConversationCreate, user: CurrentUser, session: SessionDep, request: Request
 ) -> ConversationOut:
-    await resolve_ghost(session, user.id, body.ghost)  # 404 unless the caller may use it
+    await ghost_row(session, user.id, body.ghost)  # 404 unless the caller may use it
     await check_stored(session, request.app.state.settings, user.id, "conversations")  # ops
     created = await conversations.create(session, user.id, body.ghost, body.title or DEFAULT_TITLE)
     await session.commit()

@@ -18,9 +18,10 @@ from backend.api.deps import CurrentUser, SessionDep, SettingsDep
 from backend.api.resources import ScopeDep, crd_errors, crd_response, own_scope, public_scopes
 from backend.api.routes.skill_import import FETCH_ERRORS, ImportIn
 from backend.api.upload import ARCHIVE_BODY_OPENAPI, read_archive
-from backend.crd.ghost import GHOST_KIND, current_spelling
 from backend.crd.plugin import PLUGIN_KIND, Plugin
+from backend.crd.stored import STALE_GHOST
 from backend.ghosts import PUBLIC_GHOSTS
+from backend.ghosts import service as ghosts
 from backend.kinds import store
 from backend.kinds.store import Scope
 from backend.plugins import commands as ghost_commands
@@ -163,11 +164,15 @@ _register(public, *public_scopes(PUBLIC_SCOPE), own=False)
 def _register_commands(router: APIRouter, read_scope: ScopeDep, *, own: bool) -> None:
     ReadScope = Annotated[Scope, Depends(read_scope)]
 
-    @router.get("/{name}/commands", response_model=CommandList, responses=crd_errors(404, own=own))
+    @router.get(
+        "/{name}/commands",
+        response_model=CommandList,
+        responses=crd_errors(404, STALE_GHOST, own=own),
+    )
     async def list_commands(name: str, scope: ReadScope, session: SessionDep) -> CommandList:
         """What a client may offer after `/` in a chat with this Ghost (autocomplete)."""
-        ghost = current_spelling((await store.get(session, GHOST_KIND, scope, name)).json)
-        listed, _ = await ghost_commands.ghost_commands(session, scope, ghost)
+        ghost = await ghosts.get_typed(session, scope, name)
+        listed, _ = await ghost_commands.ghost_commands(session, scope, ghost.spec)
         return CommandList(items=[CommandOut.model_validate(c.listing()) for c in listed])
 
 

@@ -15,6 +15,7 @@ from backend.api.deps import CurrentUser, SessionDep, SettingsDep
 from backend.api.errors import errors
 from backend.api.resources import own_scope
 from backend.chat.builder import model_settings
+from backend.crd.ghost import GhostModel
 from backend.errors import Forbidden, InvalidRequest
 from backend.ghosts.service import find as find_ghost
 from backend.skills import plans, service
@@ -44,7 +45,7 @@ async def plan_skill(
         async with AsyncExitStack() as stack:
             model: BaseChatModel | None = request.app.state.chat.model
             if model is None:
-                chosen = model_settings({}, settings, {})
+                chosen = model_settings(GhostModel(), settings, {})
                 model = await stack.enter_async_context(open_chat_model(chosen, settings.egress))
             steps, notes = await plans.model_plan(
                 model, crd, body.request, allowed, settings.skill_plan_max_steps

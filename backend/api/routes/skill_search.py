@@ -15,9 +15,10 @@ from pydantic import BaseModel
 from backend.api.deps import CurrentUser, SessionDep, SettingsDep
 from backend.api.errors import errors
 from backend.api.resources import own_scope
+from backend.crd.stored import STALE_GHOST
 from backend.ghosts import PUBLIC_GHOSTS
 from backend.ghosts.resolve import ghost_skills
-from backend.ghosts.service import get as get_ghost
+from backend.ghosts.service import get_typed as get_ghost
 from backend.kinds.store import Scope
 from backend.skills.search.engine import SearchHit, search
 from backend.skills.search.selection import ReadableSkills, SkillSource
@@ -75,7 +76,10 @@ async def search_readable_skills(
     return await _run(session, settings, ReadableSkills(user.id), q, limit)
 
 
-@router.get("/namespaces/{namespace}/ghosts/{name}/skills/search", responses=errors(404, 422))
+@router.get(
+    "/namespaces/{namespace}/ghosts/{name}/skills/search",
+    responses=errors(404, STALE_GHOST, 422),
+)
 async def search_ghost_skills(
     name: str,
     scope: Annotated[Scope, Depends(own_scope)],
@@ -86,10 +90,10 @@ async def search_ghost_skills(
 ) -> SkillSearchResult:
     """The Ghost's skills, ranked as its `search_skills` tool ranks them."""
     ghost = await get_ghost(session, scope, name)
-    return await _run(session, settings, ghost_skills(scope, ghost), q, limit)
+    return await _run(session, settings, ghost_skills(scope, ghost.spec), q, limit)
 
 
-@router.get("/public/ghosts/{name}/skills/search", responses=errors(404, 422))
+@router.get("/public/ghosts/{name}/skills/search", responses=errors(404, STALE_GHOST, 422))
 async def search_public_ghost_skills(
     name: str,
     scope: Annotated[Scope, Depends(_public_ghost_scope)],
@@ -100,4 +104,4 @@ async def search_public_ghost_skills(
 ) -> SkillSearchResult:
     """A public Ghost's skills (public skills only), ranked as its `search_skills` ranks them."""
     ghost = await get_ghost(session, scope, name)
-    return await _run(session, settings, ghost_skills(scope, ghost), q, limit)
+    return await _run(session, settings, ghost_skills(scope, ghost.spec), q, limit)

@@ -14,7 +14,8 @@ from typing import Any
 from sqlalchemy import delete, insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from backend.chat.builder import stored_mcp_uses_secrets
+from backend.chat.mcp import engine_servers, secret_names
+from backend.crd.skill import McpServer
 from backend.db.models import Kind, SkillLabel, SkillSearch
 from backend.skills.search.text import skill_text
 
@@ -26,6 +27,12 @@ ENTRY_OVERHEAD_CHARS = 52
 def binds_chat(spec: Mapping[str, Any]) -> bool:
     shells = spec.get("bindShells") or []
     return not shells or CHAT_SHELL in shells
+
+
+def uses_secrets(raw: Mapping[str, Any]) -> bool:
+    """Whether stored `mcpServers` JSON names a user secret (found by the placeholder parser)."""
+    servers = {name: McpServer.model_validate(server) for name, server in raw.items()}
+    return bool(secret_names(engine_servers(servers, trusted=False)))
 
 
 def index_values(
@@ -46,7 +53,7 @@ def index_values(
         "description": description,
         "sha256": str(status.get("sha256", "")),
         "catalog_chars": len(name) + len(description) + ENTRY_OVERHEAD_CHARS,
-        "uses_secrets": stored_mcp_uses_secrets(spec.get("mcpServers")),
+        "uses_secrets": uses_secrets(spec.get("mcpServers") or {}),
         "name_terms": text.name,
         "tag_terms": text.tags,
         "when_terms": text.when,

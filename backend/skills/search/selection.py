@@ -13,13 +13,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Literal
+from typing import Literal
 
 from sqlalchemy import and_, exists, false, not_, or_, select, true
 from sqlalchemy.orm import aliased
 from sqlalchemy.sql.elements import ColumnElement
 
 from backend.crd.common import parse_skill_ref
+from backend.crd.ghost import GhostSpec
+from backend.crd.ghost import LabelSelector as CrdLabelSelector
 from backend.db.models import SYSTEM_USER_ID, Kind, SkillLabel, SkillSearch
 from backend.kinds.store import Scope
 
@@ -42,15 +44,14 @@ class LabelSelector:
     match_expressions: tuple[Requirement, ...] = ()
 
     @classmethod
-    def from_crd(cls, raw: Mapping[str, Any] | None) -> LabelSelector | None:
-        """From a Ghost's `spec.skillSelector` (already validated); None when absent."""
-        if raw is None:
+    def from_crd(cls, selector: CrdLabelSelector | None) -> LabelSelector | None:
+        """From a Ghost's `spec.skillSelector`; None when absent."""
+        if selector is None:
             return None
         expressions = tuple(
-            Requirement(e["key"], e["operator"], tuple(e.get("values") or ()))
-            for e in raw.get("matchExpressions") or ()
+            Requirement(e.key, e.operator, tuple(e.values)) for e in selector.match_expressions
         )
-        return cls(dict(raw.get("matchLabels") or {}), expressions)
+        return cls(dict(selector.match_labels), expressions)
 
     def condition(self) -> ColumnElement[bool]:
         parts: list[ColumnElement[bool]] = []
@@ -92,14 +93,13 @@ class GhostSkills:
     plugins: tuple[str, ...] = ()  # every skill of these plugins (`<plugin>/<skill>`)
 
     @classmethod
-    def from_crd(cls, owner: Scope, ghost: Mapping[str, Any]) -> GhostSkills:
-        spec = ghost["spec"]
+    def from_spec(cls, owner: Scope, spec: GhostSpec) -> GhostSkills:
         return cls(
             owner=owner,
-            names=tuple(parse_skill_ref(r).name for r in spec.get("skills", [])),  # pins aside
-            selector=LabelSelector.from_crd(spec.get("skillSelector")),
-            include_public=bool(spec.get("includePublicSkills", False)),
-            plugins=tuple(spec.get("plugins") or ()),
+            names=tuple(parse_skill_ref(r).name for r in spec.skills),  # pins aside
+            selector=LabelSelector.from_crd(spec.skill_selector),
+            include_public=bool(spec.include_public_skills),
+            plugins=tuple(spec.plugins or ()),
         )
 
     def _plugin_skills(self, plugin: str) -> ColumnElement[bool]:

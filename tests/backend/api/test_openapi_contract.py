@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 import httpx
@@ -17,11 +17,13 @@ from openapi_core.validation.response.exceptions import (
     DataValidationError,
     InvalidData,
 )
+from sqlalchemy import select, update
 
 from backend.api.errors import ERROR_DESCRIPTIONS
 from backend.artifacts import store as artifact_store
 from backend.config import Settings
 from backend.db.engine import create_engine, create_sessionmaker
+from backend.db.models import Kind
 from backend.ghosts import service as ghost_service
 from tests.backend.api.ghost_helpers import ghost
 from tests.backend.api.test_auth import assert_error
@@ -214,7 +216,27 @@ async def _ghosts(c: httpx.AsyncClient, base: str, writer: Account, other: Accou
     expect(await c.delete(f"{base}/g", headers=h), 204)
 
 
-async def _plugins(c: httpx.AsyncClient, base: str, writer: Account, other: Account) -> None:
+@asynccontextmanager
+async def stale_ghost(app: FastAPI, namespace: str, name: str) -> AsyncIterator[None]:
+    """The Ghost's row as an older, looser version might have stored it (then restored)."""
+    where = (Kind.kind == "Ghost", Kind.namespace == namespace, Kind.name == name)
+    async with app.state.sessionmaker() as session:
+        saved = await session.scalar(select(Kind.json).where(*where))
+        assert saved is not None
+        stale = {**saved, "spec": {**saved["spec"], "retentionTurns": "many"}}
+        await session.execute(update(Kind).where(*where).values(json=stale))
+        await session.commit()
+    try:
+        yield
+    finally:
+        async with app.state.sessionmaker() as session:
+            await session.execute(update(Kind).where(*where).values(json=saved))
+            await session.commit()
+
+
+async def _plugins(
+    app: FastAPI, c: httpx.AsyncClient, base: str, writer: Account, other: Account
+) -> None:
     """Every status of one plugin tree and of the Ghost commands route beside it."""
     h = writer.headers
     own = base.startswith(NS)
@@ -235,6 +257,8 @@ async def _plugins(c: httpx.AsyncClient, base: str, writer: Account, other: Acco
     ghosts = base.replace("/plugins", "/ghosts")
     expect(await c.post(ghosts, json=ghost("kit", plugins=["ui-toolkit"]), headers=h), 201)
     expect(await c.get(f"{ghosts}/kit/commands", headers=h), 200)
+    async with stale_ghost(app, "dev" if own else "public", "kit"):
+        assert_error(await c.get(f"{ghosts}/kit/commands", headers=h), 409, "stored_crd_invalid")
     expect(await c.get(f"{ghosts}/nope/commands", headers=h), 404)
     expect(await c.delete(f"{base}/ui-toolkit", headers=h), 409)
     if not own:
@@ -368,7 +392,7 @@ async def _quotas(c: httpx.AsyncClient, alice: Account, admin: Account) -> None:
     expect(await c.post(f"{API}/apply", json=[ghost("more")], headers=h), 429)
 
 
-async def _search(c: httpx.AsyncClient, alice: Account, admin: Account) -> None:
+async def _search(app: FastAPI, c: httpx.AsyncClient, alice: Account, admin: Account) -> None:
     h = alice.headers
     expect(await c.get(f"{API}/skills/search?q=tool", headers=h), 200)
     expect(await c.get(f"{API}/skills/search", headers=h), 422)
@@ -376,10 +400,14 @@ async def _search(c: httpx.AsyncClient, alice: Account, admin: Account) -> None:
     expect(await c.get(f"{NS}/ghosts/finder/skills/search?q=x", headers=h), 200)
     expect(await c.get(f"{NS}/ghosts/nope/skills/search?q=x", headers=h), 404)
     expect(await c.get(f"{NS}/ghosts/finder/skills/search", headers=h), 422)
+    async with stale_ghost(app, "dev", "finder"):
+        expect(await c.get(f"{NS}/ghosts/finder/skills/search?q=x", headers=h), 409)
     expect(await c.post(f"{PUBLIC}/ghosts", json=ghost("finder"), headers=admin.headers), 201)
     expect(await c.get(f"{PUBLIC}/ghosts/finder/skills/search?q=x", headers=h), 200)
     expect(await c.get(f"{PUBLIC}/ghosts/nope/skills/search?q=x", headers=h), 404)
     expect(await c.get(f"{PUBLIC}/ghosts/finder/skills/search?q=x&limit=0", headers=h), 422)
+    async with stale_ghost(app, "public", "finder"):
+        expect(await c.get(f"{PUBLIC}/ghosts/finder/skills/search?q=x", headers=h), 409)
 
 
 PLANNED = (
@@ -548,13 +576,13 @@ async def test_every_documented_status_is_answered_with_its_documented_body(
     await _imports(app, client, f"{PUBLIC}/skills", admin, alice)
     await _ghosts(client, f"{NS}/ghosts", alice, admin)
     await _ghosts(client, f"{PUBLIC}/ghosts", admin, alice)
-    await _plugins(client, f"{NS}/plugins", alice, admin)
-    await _plugins(client, f"{PUBLIC}/plugins", admin, alice)
+    await _plugins(app, client, f"{NS}/plugins", alice, admin)
+    await _plugins(app, client, f"{PUBLIC}/plugins", admin, alice)
     await _plugin_imports(app, client, f"{NS}/plugins", alice, admin)
     await _plugin_imports(app, client, f"{PUBLIC}/plugins", admin, alice)
     await _apply(client, alice, monkeypatch)
     await _chat(app, client, alice, admin, openai_server)
-    await _search(client, alice, admin)
+    await _search(app, client, alice, admin)
     await _artifacts(client, app, alice, bob)
     await _plans(client, alice)
     await _quotas(client, alice, admin)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import httpx
 from fastapi import FastAPI
 
+from backend.crd.ghost import GhostSpec
 from backend.kinds.store import Scope
 from backend.skills.search.engine import search
 from backend.skills.search.selection import GhostSkills
@@ -48,10 +49,10 @@ async def test_a_ghosts_search_returns_the_ranking_its_agent_gets(
     assert set(items[0]) == {"name", "namespace", "description", "score"}
     assert items[0]["namespace"] == "dev" and 0 < items[0]["score"] <= 1
     async with app.state.sessionmaker() as session:
-        crd = {"spec": {"skillSelector": {}}}
+        spec = GhostSpec.model_validate({"skillSelector": {}})
         hits = await search(
             session,
-            GhostSkills.from_crd(Scope(alice.id, "dev"), crd),
+            GhostSkills.from_spec(Scope(alice.id, "dev"), spec),
             "when is high tide in the harbour?",
             limit=5,
             threshold=app.state.settings.skill_search_threshold,

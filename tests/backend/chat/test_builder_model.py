@@ -9,7 +9,11 @@ from pydantic import SecretStr
 
 from backend.chat.builder import TurnInputs, build_turn_request, model_settings, skill_spec
 from backend.config import Settings
+from backend.crd.ghost import Ghost, GhostModel
+from backend.crd.skill import Skill
 from backend.errors import InvalidRequest
+from backend.ghosts.resolve import ResolvedGhost
+from backend.kinds.store import Scope
 
 SERVER = Settings(
     model="gpt-small",
@@ -19,37 +23,46 @@ SERVER = Settings(
 )
 
 
+def ghost_model(raw: dict[str, Any]) -> GhostModel:
+    return GhostModel.model_validate(raw)
+
+
+def resolved(spec: dict[str, Any]) -> ResolvedGhost:
+    crd = Ghost.model_validate({"metadata": {"name": "g"}, "spec": spec})
+    return ResolvedGhost.of(crd, Scope(1, "dev"))
+
+
 def test_the_servers_endpoint_is_trusted_and_a_tenants_is_not() -> None:
-    assert model_settings({}, SERVER, {}).trusted
+    assert model_settings(ghost_model({}), SERVER, {}).trusted
     own = {"baseUrl": "https://mine.example.com/v1", "apiKeySecret": "K"}
-    assert not model_settings(own, SERVER, {"K": "sk-mine"}).trusted
-    assert model_settings(own, SERVER, {"K": "sk-mine"}, ghost_is_public=True).trusted
+    assert not model_settings(ghost_model(own), SERVER, {"K": "sk-mine"}).trusted
+    assert model_settings(ghost_model(own), SERVER, {"K": "sk-mine"}, ghost_is_public=True).trusted
 
 
 def test_on_the_servers_key_only_the_operators_models_are_allowed() -> None:
-    assert model_settings({}, SERVER, {}).name == "gpt-small"
-    assert model_settings({"name": "offline"}, SERVER, {}).name == "offline"
+    assert model_settings(ghost_model({}), SERVER, {}).name == "gpt-small"
+    assert model_settings(ghost_model({"name": "offline"}), SERVER, {}).name == "offline"
     with pytest.raises(InvalidRequest) as info:
-        model_settings({"name": "gpt-huge"}, SERVER, {})
+        model_settings(ghost_model({"name": "gpt-huge"}), SERVER, {})
     assert info.value.code == "model_not_allowed"
     assert info.value.details == {"model": "gpt-huge", "allowed": ["gpt-small"]}
     listed = SERVER.model_copy(update={"allowed_models": ["gpt-small", "gpt-huge"]})
-    assert model_settings({"name": "gpt-huge"}, listed, {}).name == "gpt-huge"
+    assert model_settings(ghost_model({"name": "gpt-huge"}), listed, {}).name == "gpt-huge"
 
 
 @pytest.mark.parametrize(("asked", "sent"), [(None, 1000), (200, 200), (50_000, 1000)])
 def test_max_tokens_on_the_servers_key_are_capped(asked: int | None, sent: int) -> None:
-    ghost_model: dict[str, Any] = {} if asked is None else {"maxTokens": asked}
-    assert model_settings(ghost_model, SERVER, {}).max_tokens == sent
+    asked_for: dict[str, Any] = {} if asked is None else {"maxTokens": asked}
+    assert model_settings(ghost_model(asked_for), SERVER, {}).max_tokens == sent
 
 
 def test_a_ghost_with_its_own_key_or_endpoint_is_not_bounded() -> None:
     own_key = {"name": "gpt-huge", "maxTokens": 50_000, "apiKeySecret": "K"}
-    settings = model_settings(own_key, SERVER, {"K": "sk-mine"})
+    settings = model_settings(ghost_model(own_key), SERVER, {"K": "sk-mine"})
     assert (settings.name, settings.max_tokens) == ("gpt-huge", 50_000)
     assert settings.api_key is not None and settings.api_key.get_secret_value() == "sk-mine"
     own_endpoint = {"name": "llama", "baseUrl": "https://mine.example.com/v1"}
-    settings = model_settings(own_endpoint, SERVER, {})
+    settings = model_settings(ghost_model(own_endpoint), SERVER, {})
     assert (settings.name, settings.max_tokens, settings.api_key) == ("llama", None, None)
 
 
@@ -59,8 +72,7 @@ def test_the_turn_request_carries_the_operators_egress_policy() -> None:
         conversation_id="c",
         user_id=1,
         user_name="ann",
-        ghost={"spec": {"model": {"name": "offline"}}},
-        ghost_is_public=False,
+        ghost=resolved({"model": {"name": "offline"}}),
         catalog=[],
         skills=[],
         skill_search=False,
@@ -84,8 +96,7 @@ def test_the_ghosts_mcp_tool_mode_reaches_the_turn_request(mode: str | None, sen
         conversation_id="c",
         user_id=1,
         user_name="ann",
-        ghost={"spec": spec},
-        ghost_is_public=False,
+        ghost=resolved(spec),
         catalog=[],
         skills=[],
         skill_search=False,
@@ -104,6 +115,6 @@ def test_a_skills_allowed_tools_reach_the_engine_unset_when_empty(
     crd = {
         "metadata": {"name": "fx"},
         "spec": {"description": "d", "allowedTools": stored},
-        "status": {"public": True, "sha256": "0" * 64},
+        "status": {"public": True, "sha256": "0" * 64, "size": 1, "codeAllowed": False},
     }
-    assert skill_spec(crd).allowed_tools == sent
+    assert skill_spec(Skill.model_validate(crd)).allowed_tools == sent

@@ -6,6 +6,7 @@ import httpx
 from fastapi import FastAPI
 
 from backend.chat.catalog import SkillSpecCache, turn_skills
+from backend.crd.ghost import GhostSpec
 from backend.kinds.store import Scope
 from backend.skills.search.selection import GhostSkills
 from tests.backend.api.skill_helpers import upload
@@ -36,7 +37,9 @@ async def test_within_budget_all_are_listed_and_only_the_wanted_are_read_in_full
     app: FastAPI, client: httpx.AsyncClient, alice: Account
 ) -> None:
     await skills(client, alice)
-    source = GhostSkills.from_crd(Scope(alice.id, "dev"), {"spec": {"skillSelector": {}}})
+    source = GhostSkills.from_spec(
+        Scope(alice.id, "dev"), GhostSpec.model_validate({"skillSelector": {}})
+    )
     cache = SkillSpecCache()
     async with app.state.sessionmaker() as session:
         turn = await turn_skills(
@@ -67,8 +70,8 @@ async def test_over_budget_the_catalog_is_wanted_skills_and_best_matches(
     app: FastAPI, client: httpx.AsyncClient, alice: Account
 ) -> None:
     await skills(client, alice)
-    source = GhostSkills.from_crd(
-        Scope(alice.id, "dev"), {"spec": {"skills": ["charts", "avalanche"]}}
+    source = GhostSkills.from_spec(
+        Scope(alice.id, "dev"), GhostSpec.model_validate({"skills": ["charts", "avalanche"]})
     )
     async with app.state.sessionmaker() as session:
         turn = await turn_skills(

@@ -12,6 +12,7 @@ from fastapi import FastAPI
 from backend.chat.builder import skill_spec
 from backend.chat.packages import DatabasePackageSource
 from backend.config import Settings
+from backend.crd.skill import Skill
 from chat_shell.errors import ProviderLoadError
 from chat_shell.ports import InMemoryFrontendChannel
 from chat_shell.skills import ProviderContext, ProviderRegistry
@@ -100,7 +101,7 @@ async def test_a_hidden_dot_folder_provider_is_neither_listed_nor_ever_run(
 
     registry = ProviderRegistry()
     source = DatabasePackageSource.from_settings(app.state.sessionmaker, settings)
-    loaded = await registry.load(skill_spec(crd), source)
+    loaded = await registry.load(skill_spec(Skill.model_validate(crd)), source)
     try:
         assert sorted(loaded.files) == ["SKILL.md", "provider.py"]
         assert loaded.files["provider.py"].decode() == provider_py("vetted")

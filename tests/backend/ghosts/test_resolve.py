@@ -22,11 +22,12 @@ async def test_a_reference_resolves_to_the_callers_own_or_a_public_ghost(
     assert (await create(client, alice.headers, ghost("mine"))).status_code == 201
     assert (await create(client, admin.headers, ghost("shared"), base=PUBLIC)).status_code == 201
     async with app.state.sessionmaker() as session:
-        crd, scope = await resolve_ghost(session, alice.id, "dev/mine")
-        assert scope == Scope(alice.id, "dev")
-        assert crd["metadata"]["name"] == "mine" and crd["spec"]["systemPrompt"] == "You help."
-        crd, scope = await resolve_ghost(session, bob.id, "public/shared")
-        assert scope == PUBLIC_GHOSTS and crd["metadata"]["namespace"] == "public"
+        mine = await resolve_ghost(session, alice.id, "dev/mine")
+        assert mine.owner == Scope(alice.id, "dev") and not mine.public
+        assert mine.crd.metadata.name == "mine" and mine.spec.system_prompt == "You help."
+        shared = await resolve_ghost(session, bob.id, "public/shared")
+        assert shared.owner == PUBLIC_GHOSTS and shared.crd.metadata.namespace == "public"
+        assert shared.public
         for user_id, ref in ((bob.id, "dev/mine"), (alice.id, "dev/none"), (alice.id, "public/x")):
             with pytest.raises(NotFound) as missing:
                 await resolve_ghost(session, user_id, ref)
@@ -56,14 +57,14 @@ async def test_skills_resolve_own_first_then_public_in_the_order_given(
         own = await resolve_skills(session, Scope(alice.id, "dev"), names)
         elsewhere = await resolve_skills(session, Scope(alice.id, "prod"), names)
         public = await resolve_skills(session, PUBLIC_GHOSTS, names)
-    assert [(s["metadata"]["name"], s["status"]["public"]) for s in own] == [
+    assert [(s.metadata.name, s.status.public) for s in own] == [
         ("public-only", True),
         ("both", False),
         ("own-only", False),
     ]
-    assert [(s["metadata"]["name"], s["status"]["public"]) for s in elsewhere] == [
+    assert [(s.metadata.name, s.status.public) for s in elsewhere] == [
         ("public-only", True),
         ("both", True),
     ]
-    assert [s["metadata"]["name"] for s in public] == ["public-only", "both"]
-    assert all(s["status"]["public"] for s in public)
+    assert [s.metadata.name for s in public] == ["public-only", "both"]
+    assert all(s.status.public for s in public)

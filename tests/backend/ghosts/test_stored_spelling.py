@@ -38,8 +38,8 @@ async def test_an_old_row_is_served_resolved_and_updated_in_camel_case(
     listed = (await client.get(own(), headers=alice.headers)).json()["items"]
     assert listed[0]["spec"]["preloadSkills"] == ["pdf", "docx"]
     async with app.state.sessionmaker() as session:
-        crd, _ = await resolve_ghost(session, alice.id, "dev/old")  # what a chat turn reads
-    assert crd["spec"]["preloadSkills"] == ["pdf", "docx"]
+        resolved = await resolve_ghost(session, alice.id, "dev/old")  # what a chat turn reads
+    assert resolved.spec.preload_skills == ["pdf", "docx"]
 
     same = await client.put(f"{own()}/old", json=body, headers=alice.headers)
     assert same.status_code == 200 and same.json()["metadata"]["resourceVersion"] == 1

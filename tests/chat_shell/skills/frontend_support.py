@@ -40,7 +40,7 @@ def builtin_package(name: str) -> tuple[bytes, SkillPackage]:
 def builtin_spec(name: str, **tool_config: Any) -> SkillSpec:
     """The skill as a turn gets it; `tool_config` is merged into every tool's config."""
     _, package = builtin_package(name)
-    spec = skill_spec(package.to_crd().model_dump(mode="json", exclude_none=True))
+    spec = skill_spec(package.to_crd())
     tools = [t.model_copy(update={"config": {**t.config, **tool_config}}) for t in spec.tools]
     return spec.model_copy(update={"tools": tools})
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from backend.crd.ghost import GhostSpec
 from backend.ghosts import PUBLIC_GHOSTS
 from backend.kinds.store import Scope
 from backend.skills.search.engine import search
@@ -13,8 +14,8 @@ from tests.backend.skills.search.conftest import Store
 QUERY = "make a chart of the numbers"
 
 
-def ghost(**spec: Any) -> dict[str, Any]:
-    return {"metadata": {"name": "g"}, "spec": spec}
+def ghost(**spec: Any) -> GhostSpec:
+    return GhostSpec.model_validate(spec)
 
 
 async def found(store: Store, source: SkillSource, query: str = QUERY) -> list[tuple[str, str]]:
@@ -42,12 +43,12 @@ async def test_a_ghost_without_list_selector_or_public_skills_searches_nothing(
     store: Store,
 ) -> None:
     alice, _ = await charts(store)
-    assert await found(store, GhostSkills.from_crd(Scope(alice, "dev"), ghost())) == []
+    assert await found(store, GhostSkills.from_spec(Scope(alice, "dev"), ghost())) == []
 
 
 async def test_listed_skills_resolve_own_first_then_public(store: Store) -> None:
     alice, _ = await charts(store)
-    source = GhostSkills.from_crd(
+    source = GhostSkills.from_spec(
         Scope(alice, "dev"), ghost(skills=["lines", "public-pies", "bobs-bars"])
     )
     assert await found(store, source) == [("dev", "lines"), ("public", "public-pies")]
@@ -55,7 +56,7 @@ async def test_listed_skills_resolve_own_first_then_public(store: Store) -> None
 
 async def test_match_labels_select_own_skills_of_the_ghosts_namespace_only(store: Store) -> None:
     alice, _ = await charts(store)
-    source = GhostSkills.from_crd(
+    source = GhostSkills.from_spec(
         Scope(alice, "dev"), ghost(skillSelector={"matchLabels": {"team": "data"}})
     )
     assert await found(store, source) == [("dev", "bars")]
@@ -63,7 +64,7 @@ async def test_match_labels_select_own_skills_of_the_ghosts_namespace_only(store
 
 async def test_an_empty_selector_selects_every_own_skill_of_the_namespace(store: Store) -> None:
     alice, _ = await charts(store)
-    source = GhostSkills.from_crd(Scope(alice, "dev"), ghost(skillSelector={}))
+    source = GhostSkills.from_spec(Scope(alice, "dev"), ghost(skillSelector={}))
     assert await found(store, source) == [("dev", "bars"), ("dev", "lines"), ("dev", "pies")]
 
 
@@ -72,7 +73,7 @@ async def test_match_expressions_follow_kubernetes_semantics(store: Store) -> No
 
     async def select(*expressions: dict[str, Any]) -> list[str]:
         spec = ghost(skillSelector={"matchExpressions": list(expressions)})
-        return [n for _, n in await found(store, GhostSkills.from_crd(Scope(alice, "dev"), spec))]
+        return [n for _, n in await found(store, GhostSkills.from_spec(Scope(alice, "dev"), spec))]
 
     assert await select({"key": "team", "operator": "In", "values": ["ops", "x"]}) == ["pies"]
     # NotIn also matches skills without the key.
@@ -91,10 +92,10 @@ async def test_include_public_skills_adds_public_ones_and_own_skills_shadow_them
     store: Store,
 ) -> None:
     alice, _ = await charts(store)
-    everything = GhostSkills.from_crd(Scope(alice, "dev"), ghost(includePublicSkills=True))
+    everything = GhostSkills.from_spec(Scope(alice, "dev"), ghost(includePublicSkills=True))
     # The public `lines` is shadowed by alice's own `lines` in dev (which nothing selected).
     assert await found(store, everything) == [("public", "public-bars"), ("public", "public-pies")]
-    by_label = GhostSkills.from_crd(
+    by_label = GhostSkills.from_spec(
         Scope(alice, "dev"),
         ghost(includePublicSkills=True, skillSelector={"matchLabels": {"team": "data"}}),
     )
@@ -103,7 +104,7 @@ async def test_include_public_skills_adds_public_ones_and_own_skills_shadow_them
 
 async def test_a_public_ghost_sees_public_skills_only(store: Store) -> None:
     await charts(store)
-    source = GhostSkills.from_crd(
+    source = GhostSkills.from_spec(
         PUBLIC_GHOSTS, ghost(skills=["bars", "public-pies"], skillSelector={})
     )
     assert await found(store, source) == [
@@ -120,7 +121,7 @@ async def test_disabled_skills_and_skills_for_other_shells_are_not_a_ghosts(stor
     await store.skill(scope, "off", "Draw a chart of numbers.", enabled=False)
     await store.skill(scope, "code", "Draw a chart of numbers.", extra="bindShells: [ClaudeCode]\n")
     await store.skill(scope, "both", "Draw a chart of numbers.", extra="bindShells: [Chat, X]\n")
-    source = GhostSkills.from_crd(scope, ghost(skillSelector={}, skills=["off", "code"]))
+    source = GhostSkills.from_spec(scope, ghost(skillSelector={}, skills=["off", "code"]))
     assert await found(store, source) == [("dev", "both"), ("dev", "on")]
     # Searching everything one can read still finds them: it is not what an agent can load.
     assert len(await found(store, ReadableSkills(alice))) == 4
