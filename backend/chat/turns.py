@@ -41,6 +41,7 @@ from backend.ops.tracing import tracer
 from backend.ops.usage import TurnAccount, record_calls
 from backend.plugins.commands import invocation_for, with_preloads
 from backend.secrets import service as secrets
+from backend.skills.search.semantic import ranker_for
 from chat_shell import (
     ChatShellError,
     ErrorEvent,
@@ -168,6 +169,7 @@ class TurnRunner:
                     ghost, window.history, window.user_turns_before, self.settings
                 ),
                 threshold=self.settings.skill_search_threshold,
+                rerank=ranker_for(self.settings),
             )
             preloads = ghost["spec"].get("preloadSkills", [])
             preloaded = await resolve_skills(session, owner_scope, preloads) if preloads else []
@@ -199,6 +201,7 @@ class TurnRunner:
             source,
             self.skill_specs,
             threshold=self.settings.skill_search_threshold,
+            rerank=ranker_for(self.settings),
         )
         return PreparedTurn(
             build_turn_request(inputs, self.settings),
