@@ -152,6 +152,19 @@ async def _frequencies(
 ) -> tuple[int, dict[str, int]]:
     """(rows searched, rows holding each stem), each counted up to its cap; the rows are
     counted here unless the caller did (`counted`)."""
+    if dialect == "postgresql":
+        # One counting subquery, run per stem: planned once, and the condition sent once.
+        stem_list = ", ".join(f"'{s}'" for s in stems)  # stems are letters and digits only
+        per_stem = _bounded_count(f"({where.sql}) AND skill_search.document @@ s.q", DF_CAP)
+        sql = (
+            f"SELECT s.stem, {per_stem} FROM (SELECT stem, to_tsquery('simple'::regconfig, "
+            f"quote_literal(stem)) AS q FROM unnest(ARRAY[{stem_list}]::text[]) AS u(stem)) AS s"
+        )
+        if counted is None:  # the row count comes as the empty stem
+            sql = f"SELECT '', {_bounded_count(where.sql, ROWS_CAP)} UNION ALL {sql}"
+        df = {stem: int(count) for stem, count in await _rows(session, sql, where)}
+        rows = df.pop("") if counted is None else counted
+        return min(rows, ROWS_CAP), df
     counts = [_bounded_count(f"({where.sql}) AND {_contains(dialect, [s])}", DF_CAP) for s in stems]
     if counted is None:
         counts.append(_bounded_count(where.sql, ROWS_CAP))
