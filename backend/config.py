@@ -275,6 +275,27 @@ class Settings(BaseSettings):
         description="Score (0-1) under which skill search suggests nothing, so small talk "
         "loads no skill.",
     )
+    embeddings_url: str | None = Field(
+        None,
+        description="OpenAI-compatible embeddings endpoint (base URL, `/embeddings` is "
+        "appended) that re-ranks skill search's best lexical matches; unset: lexical ranking "
+        "only. Reached through the egress policy.",
+    )
+    embeddings_model: str = Field(
+        "text-embedding-3-small", description="Model asked of the embeddings endpoint."
+    )
+    embeddings_api_key: SecretStr | None = Field(None, description="Key for that endpoint.")
+    embeddings_candidates: int = Field(
+        20, ge=1, le=100, description="Best lexical matches a search re-ranks semantically."
+    )
+    embeddings_timeout_s: float = Field(
+        5.0,
+        gt=0,
+        description="Time an embeddings request may take; past it the lexical ranking stands.",
+    )
+    embeddings_cache_entries: int = Field(
+        20000, ge=1, description="Embeddings of skill texts kept in memory per process."
+    )
     secrets_key: SecretStr | None = Field(
         None, description="Fernet key encrypting user secrets at rest."
     )

@@ -28,9 +28,10 @@ from backend.crd.stored import stored
 from backend.db.models import SYSTEM_USER_ID, Kind, SkillSearch, SkillVersion
 from backend.errors import SkillhiveError
 from backend.skills import versions
-from backend.skills.search.engine import search
+from backend.skills.search.engine import ROWS_CAP, gin_only, search
 from backend.skills.search.index import ENTRY_OVERHEAD_CHARS
 from backend.skills.search.selection import GhostSkills
+from backend.skills.search.semantic import SemanticRanker
 from chat_shell import CatalogEntry, SkillMatch, SkillSpec
 
 COMPACT_MATCHES = 5  # best matches for the user's message in a compact catalog
@@ -126,26 +127,33 @@ def _entry(row: Any) -> CatalogEntry:
     return CatalogEntry(name=row.name, description=row.description, public=public)
 
 
-async def _budget_and_secrets(
-    session: AsyncSession, source: GhostSkills, budget_tokens: int
-) -> tuple[bool, bool]:
-    """(whether the full catalog fits the budget, whether a skill names a user secret), in one
-    query that reads at most as many rows as the budget could hold."""
+@dataclass(frozen=True)
+class _Catalog:
+    fits: bool  # the full catalog fits the budget
+    secrets: bool  # a skill names a user secret in its MCP servers
+    counted: int  # the Ghost's skills, counted up to at least `ROWS_CAP` (search's statistics)
+
+
+async def _catalog_size(session: AsyncSession, source: GhostSkills, budget_tokens: int) -> _Catalog:
+    """Whether the full catalog fits the budget, whether a skill names a user secret, and how
+    many skills there are, in one query that reads at most as many rows as the budget could
+    hold or search counts. On PostgreSQL it also sets the plans for a search that follows."""
     where = source.condition()
     budget_chars = budget_tokens * CHARS_PER_TOKEN
     most = budget_chars // _MIN_ENTRY_CHARS
-    sizes = select(SkillSearch.catalog_chars.label("chars")).where(where).limit(most + 1).subquery()
+    read = max(most + 1, ROWS_CAP)
+    sizes = select(SkillSearch.catalog_chars.label("chars")).where(where).limit(read).subquery()
     secret = select(SkillSearch.kind_id).where(where, SkillSearch.uses_secrets.is_(True)).limit(1)
-    count, total, secrets = (
-        await session.execute(
-            select(
-                func.count(),
-                func.coalesce(func.sum(sizes.c.chars), 0),
-                secret.exists().select().scalar_subquery(),
-            ).select_from(sizes)
-        )
-    ).one()
-    return bool(count <= most and total <= budget_chars), bool(secrets)
+    columns: list[Any] = [
+        func.count(),
+        func.coalesce(func.sum(sizes.c.chars), 0),
+        secret.exists().select().scalar_subquery(),
+    ]
+    if session.get_bind().dialect.name == "postgresql":
+        columns.append(gin_only())
+    row = (await session.execute(select(*columns).select_from(sizes))).one()
+    count, total, secrets = row[0], row[1], row[2]
+    return _Catalog(bool(count <= most and total <= budget_chars), bool(secrets), int(count))
 
 
 async def _specs(
@@ -181,29 +189,39 @@ async def turn_skills(
     wanted: Sequence[str],
     threshold: float,
     pins: Mapping[str, int] | None = None,
+    rerank: SemanticRanker | None = None,
 ) -> TurnSkills:
     """The catalog and starting skills of a turn; `wanted` are the preloaded and recently used
     skills, which start in full; `pins`: name -> the version the Ghost pins."""
     pins = pins or {}
     used: dict[str, UsedVersion] = {}
     where = source.condition()
-    fits, secrets = await _budget_and_secrets(session, source, budget_tokens)
-    if fits:
+    size = await _catalog_size(session, source, budget_tokens)
+    if size.fits:
         rows = (
             await session.execute(select(*_ENTRY_COLUMNS).where(where).order_by(SkillSearch.name))
         ).all()
         started = [r for r in rows if r.name in set(wanted)]
         specs = await _specs(session, cache, started, pins, used)
-        return TurnSkills([_entry(r) for r in rows], specs, False, secrets, used)
+        return TurnSkills([_entry(r) for r in rows], specs, False, size.secrets, used)
     started = []
     if wanted:
         stmt = select(*_ENTRY_COLUMNS).where(where, SkillSearch.name.in_(list(set(wanted))))
         started = list((await session.execute(stmt.order_by(SkillSearch.name))).all())
     entries = {r.name: _entry(r) for r in started}
-    for hit in await search(session, source, message, limit=COMPACT_MATCHES, threshold=threshold):
+    matches = await search(
+        session,
+        source,
+        message,
+        limit=COMPACT_MATCHES,
+        threshold=threshold,
+        counted=size.counted,
+        rerank=rerank,
+    )
+    for hit in matches:
         entries.setdefault(hit.name, CatalogEntry(name=hit.name, description=hit.description))
     specs = await _specs(session, cache, started, pins, used)
-    return TurnSkills(list(entries.values()), specs, True, secrets, used)
+    return TurnSkills(list(entries.values()), specs, True, size.secrets, used)
 
 
 class GhostSkillDirectory:
@@ -222,6 +240,7 @@ class GhostSkillDirectory:
         threshold: float,
         pins: Mapping[str, int] | None = None,
         used: dict[str, UsedVersion] | None = None,
+        rerank: SemanticRanker | None = None,
     ) -> None:
         self._pins = dict(pins or {})
         self.used = used if used is not None else {}
@@ -229,11 +248,17 @@ class GhostSkillDirectory:
         self._source = source
         self._cache = cache
         self._threshold = threshold
+        self._rerank = rerank
 
     async def search(self, query: str, limit: int) -> list[SkillMatch]:
         async with self._sessionmaker() as session:
             hits = await search(
-                session, self._source, query, limit=limit, threshold=self._threshold
+                session,
+                self._source,
+                query,
+                limit=limit,
+                threshold=self._threshold,
+                rerank=self._rerank,
             )
         return [
             SkillMatch(name=h.name, namespace=h.namespace, description=h.description, score=h.score)

@@ -43,6 +43,7 @@ from backend.ops.tracing import tracer
 from backend.ops.usage import TurnAccount, record_calls
 from backend.plugins.commands import invocation_for
 from backend.secrets import service as secrets
+from backend.skills.search.semantic import ranker_for
 from chat_shell import (
     ChatShellError,
     ErrorEvent,
@@ -177,6 +178,7 @@ class TurnRunner:
                 ),
                 threshold=self.settings.skill_search_threshold,
                 pins=pinned,
+                rerank=ranker_for(self.settings),
             )
             before = await skill_versions.recorded(session, conversation_id)
             preloads = ghost.spec.preload_skills
@@ -208,6 +210,7 @@ class TurnRunner:
             threshold=self.settings.skill_search_threshold,
             pins=pinned,
             used=dict(skills.versions),
+            rerank=ranker_for(self.settings),
         )
         return PreparedTurn(
             build_turn_request(inputs, self.settings),

@@ -22,6 +22,7 @@ from backend.ghosts.service import get_typed as get_ghost
 from backend.kinds.store import Scope
 from backend.skills.search.engine import SearchHit, search
 from backend.skills.search.selection import ReadableSkills, SkillSource
+from backend.skills.search.semantic import ranker_for
 
 MAX_LIMIT = 50
 DEFAULT_LIMIT = 5  # as search_skills
@@ -45,7 +46,12 @@ async def _run(
     session: SessionDep, settings: SettingsDep, source: SkillSource, q: str, limit: int
 ) -> SkillSearchResult:
     hits: list[SearchHit] = await search(
-        session, source, q, limit=limit, threshold=settings.skill_search_threshold
+        session,
+        source,
+        q,
+        limit=limit,
+        threshold=settings.skill_search_threshold,
+        rerank=ranker_for(settings),
     )
     return SkillSearchResult(
         items=[

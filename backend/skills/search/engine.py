@@ -27,15 +27,18 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Select, and_, func, literal_column, select, table, text
+from sqlalchemy import Dialect, Select, func, literal_column, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.elements import ColumnElement
 
 from backend.db.models import SYSTEM_USER_ID, SkillSearch
 from backend.skills.search.selection import SkillSource
 from backend.skills.search.text import EXPANSION_WEIGHT, QueryTerm, query_terms
+
+if TYPE_CHECKING:
+    from backend.skills.search.semantic import SemanticRanker
 
 PUBLIC_NAMESPACE = "public"  # how search results name the namespace of public skills
 CANDIDATES = 100
@@ -54,7 +57,6 @@ FIELD_WEIGHTS = (
     ("body_terms", 0.35),
 )
 EVIDENCE_HALF = 0.5  # evidence is 1/2 at this many rarest-term units of matched mass
-_TERM_COLUMNS = [getattr(SkillSearch, c) for c, _ in FIELD_WEIGHTS]
 # Engine weights for finding candidates, in the same field order.
 # The engine ranks by name, tags, "when to use" and description only (the body is in the
 # matching and the score): on PostgreSQL a small tsvector ranks thousands of rows cheaply.
@@ -77,46 +79,109 @@ def idf(df: int, n: int) -> float:
     return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
 
 
-def _pg_match(stems: Sequence[str]) -> ColumnElement[bool]:
-    query = " | ".join(f"''{s}''" for s in stems)  # stems are letters and digits only
-    return literal_column(f"skill_search.document @@ to_tsquery('simple'::regconfig, '{query}')")
+@dataclass(frozen=True)
+class _Where:
+    """A search's condition as driver SQL over `skill_search`, and its parameters."""
+
+    sql: str
+    params: dict[str, Any]
+    percent: str  # how a literal `%` is written in this driver's SQL
 
 
-def _fts_rows(stems: Sequence[str]) -> Select[Any]:
+_DIALECTS: dict[str, Dialect] = {}
+
+
+def _driver_dialect(bound: Dialect) -> Dialect:
+    """The session's dialect with named binds (SQLite's driver takes them natively), made
+    once per process."""
+    found = _DIALECTS.get(bound.name)
+    if found is None:
+        named = "named" if bound.paramstyle == "qmark" else bound.paramstyle
+        found = _DIALECTS[bound.name] = type(bound)(paramstyle=named)  # type: ignore[call-arg]
+    return found
+
+
+def _where_sql(session: AsyncSession, where: ColumnElement[bool]) -> _Where:
+    """`where` compiled once per search and pasted into each of its statements as text.
+
+    The statements differ per request (their stems), so SQLAlchemy could not cache them, and
+    compiling the selection's condition a dozen times per search cost more than running the
+    queries. Compiled inside a SELECT so its correlated subqueries correlate to `skill_search`."""
+    dialect = _driver_dialect(session.get_bind().dialect)
+    stmt: Select[Any] = select(literal_column("1")).select_from(SkillSearch.__table__)
+    compiled = stmt.where(where).compile(
+        dialect=dialect, compile_kwargs={"render_postcompile": True}
+    )
+    head, _, condition = compiled.string.partition("WHERE ")
+    assert head.split() == ["SELECT", "1", "FROM", "skill_search"], compiled.string
+    percent = "%%" if dialect.paramstyle in ("format", "pyformat") else "%"
+    return _Where(condition, dict(compiled.params), percent)
+
+
+async def _rows(session: AsyncSession, sql: str, where: _Where) -> Sequence[Any]:
+    connection = await session.connection()
+    return (await connection.exec_driver_sql(sql, where.params)).all()
+
+
+def _pg_query(stems: Sequence[str]) -> str:
+    terms = " | ".join(f"''{s}''" for s in stems)  # stems are letters and digits only
+    return f"to_tsquery('simple'::regconfig, '{terms}')"
+
+
+def _contains(dialect: str, stems: Sequence[str]) -> str:
+    if dialect == "postgresql":
+        return f"skill_search.document @@ {_pg_query(stems)}"
     match = " OR ".join(f'"{s}"' for s in stems)
-    fts = table("skill_search_fts")
     return (
-        select(literal_column("rowid"))
-        .select_from(fts)
-        .where(literal_column("skill_search_fts").op("MATCH")(match))
+        "skill_search.kind_id IN (SELECT rowid FROM skill_search_fts "
+        f"WHERE skill_search_fts MATCH '{match}')"
     )
 
 
-def _contains(dialect: str, stems: Sequence[str]) -> ColumnElement[bool]:
-    if dialect == "postgresql":
-        return _pg_match(stems)
-    return SkillSearch.kind_id.in_(_fts_rows(stems))
-
-
-def _bounded_count(where: ColumnElement[bool], cap: int) -> Any:
+def _bounded_count(where: str, cap: int) -> str:
     """How many rows match `where`, counted up to `cap`: work bounded at any table size."""
-    rows = select(literal_column("1").label("one")).where(where).limit(cap).subquery()
-    return select(func.count()).select_from(rows).scalar_subquery()
+    return f"(SELECT count(*) FROM (SELECT 1 FROM skill_search WHERE {where} LIMIT {cap}) AS r)"
 
 
 async def _frequencies(
-    session: AsyncSession, dialect: str, where: ColumnElement[bool], stems: Sequence[str]
+    session: AsyncSession,
+    dialect: str,
+    where: _Where,
+    stems: Sequence[str],
+    counted: int | None,
 ) -> tuple[int, dict[str, int]]:
-    """(rows searched, rows holding each stem), each counted up to its cap."""
-    counts = [_bounded_count(where, ROWS_CAP)]
-    counts += [_bounded_count(and_(where, _contains(dialect, [s])), DF_CAP) for s in stems]
-    row = (await session.execute(select(*counts))).one()
-    return int(row[0]), {s: int(c) for s, c in zip(stems, row[1:], strict=True)}
+    """(rows searched, rows holding each stem), each counted up to its cap; the rows are
+    counted here unless the caller did (`counted`)."""
+    if dialect == "postgresql":
+        # One counting subquery, run per stem: planned once, and the condition sent once.
+        stem_list = ", ".join(f"'{s}'" for s in stems)  # stems are letters and digits only
+        per_stem = _bounded_count(f"({where.sql}) AND skill_search.document @@ s.q", DF_CAP)
+        sql = (
+            f"SELECT s.stem, {per_stem} FROM (SELECT stem, to_tsquery('simple'::regconfig, "
+            f"quote_literal(stem)) AS q FROM unnest(ARRAY[{stem_list}]::text[]) AS u(stem)) AS s"
+        )
+        if counted is None:  # the row count comes as the empty stem
+            sql = f"SELECT '', {_bounded_count(where.sql, ROWS_CAP)} UNION ALL {sql}"
+        df = {stem: int(count) for stem, count in await _rows(session, sql, where)}
+        rows = df.pop("") if counted is None else counted
+        return min(rows, ROWS_CAP), df
+    counts = [_bounded_count(f"({where.sql}) AND {_contains(dialect, [s])}", DF_CAP) for s in stems]
+    if counted is None:
+        counts.append(_bounded_count(where.sql, ROWS_CAP))
+    (row,) = await _rows(session, f"SELECT {', '.join(counts)}", where)
+    n = int(row[-1]) if counted is None else min(counted, ROWS_CAP)
+    return n, {s: int(row[i]) for i, s in enumerate(stems)}
 
 
-_GIN_ONLY = text(
-    "SELECT set_config('enable_seqscan', 'off', true), set_config('enable_indexscan', 'off', true)"
-)
+def gin_only() -> ColumnElement[Any]:
+    """Selected on PostgreSQL, keeps the plans of the rest of the transaction on the GIN
+    indexes: every step of a search then reads matches through them (exact: no tsvector is
+    decoded to count or find them); the planner would rather filter rows by owner and decode
+    the tsvector of each. For the rest of this transaction only (callers end it soon after)."""
+    off = [func.set_config(name, "off", True) for name in ("enable_seqscan", "enable_indexscan")]
+    return func.concat(*off).label("gin_only")
+
+
 _HEAD_COLUMNS = "{name_terms tag_terms when_terms desc_terms}"
 
 
@@ -125,80 +190,66 @@ def _fts_match(stems: Sequence[str], *, head: bool = False) -> str:
     return f"{_HEAD_COLUMNS} : ({terms})" if head else terms
 
 
+def _candidate_ids(dialect: str, where: str, stems: Sequence[str], *, ranked: bool) -> str:
+    """Rows matching any of `stems`: all of them, or (`ranked`) the engine's best among those
+    matching in name, tags, "when to use" or description."""
+    if not ranked:
+        return (
+            f"SELECT kind_id FROM skill_search WHERE ({where}) AND {_contains(dialect, stems)} "
+            f"LIMIT {SCORE_ALL}"
+        )
+    if dialect == "postgresql":
+        query = _pg_query(stems)
+        rank = f"ts_rank('{_PG_WEIGHTS}'::float4[], skill_search.head, {query})"
+        return (
+            f"SELECT kind_id FROM skill_search WHERE ({where}) AND skill_search.head @@ {query} "
+            f"ORDER BY {rank} DESC, skill_search.name LIMIT {CANDIDATES}"
+        )
+    return (
+        "SELECT skill_search.kind_id FROM skill_search JOIN (SELECT rowid AS rid, "
+        f"bm25(skill_search_fts, {_FTS_WEIGHTS}) AS rank FROM skill_search_fts "
+        f"WHERE skill_search_fts MATCH '{_fts_match(stems, head=True)}') AS found "
+        f"ON found.rid = skill_search.kind_id WHERE {where} "
+        f"ORDER BY found.rank, skill_search.name LIMIT {CANDIDATES}"
+    )
+
+
 async def _candidates(
     session: AsyncSession,
     dialect: str,
-    where: ColumnElement[bool],
+    where: _Where,
     stems: Sequence[str],
     scored: Sequence[str],
     *,
     ranked: bool,
 ) -> Sequence[Any]:
-    """Rows matching any of `stems`: all of them, or (`ranked`) the engine's best among those
-    matching in name, tags, "when to use" or description; each with `_presence(scored)`."""
-    if not ranked:
-        ids = select(SkillSearch.kind_id).where(where, _contains(dialect, stems)).limit(SCORE_ALL)
-    elif dialect == "postgresql":
-        query = " | ".join(f"'{s}'" for s in stems)
-        tsquery = func.to_tsquery(literal_column("'simple'::regconfig"), query)
-        head: Any = literal_column("skill_search.head")
-        rank = func.ts_rank(literal_column(f"'{_PG_WEIGHTS}'::float4[]"), head, tsquery)
-        ids = (
-            select(SkillSearch.kind_id)
-            .where(where, head.op("@@")(tsquery))
-            .order_by(rank.desc(), SkillSearch.name)
-            .limit(CANDIDATES)
-        )
-    else:
-        fts = table("skill_search_fts")
-        found = (
-            select(
-                literal_column("rowid").label("rid"),
-                literal_column(f"bm25(skill_search_fts, {_FTS_WEIGHTS})").label("rank"),
-            )
-            .select_from(fts)
-            .where(literal_column("skill_search_fts").op("MATCH")(_fts_match(stems, head=True)))
-            .subquery()
-        )
-        ids = (
-            select(SkillSearch.kind_id)
-            .join(found, found.c.rid == SkillSearch.kind_id)
-            .where(where)
-            .order_by(found.c.rank, SkillSearch.name)
-            .limit(CANDIDATES)
-        )
+    """The rows `_candidate_ids` chooses, each with `_presence(scored)`."""
     # The term fields are tested only for the rows chosen: the database would otherwise test
     # every matching row before sorting. Their order does not matter, scores order the hits.
-    stmt = select(
-        SkillSearch.kind_id,
-        SkillSearch.user_id,
-        SkillSearch.namespace,
-        SkillSearch.name,
-        SkillSearch.description,
-        *_presence(scored),
-    ).where(SkillSearch.kind_id.in_(ids.scalar_subquery()))
-    return (await session.execute(stmt)).all()
+    ids = _candidate_ids(dialect, where.sql, stems, ranked=ranked)
+    # Each field is padded once per row, in a subquery the planner may not fold into the
+    # outer one (PostgreSQL `OFFSET 0`): written in every test, a stored body would be
+    # decompressed and copied once per stem.
+    padded = ", ".join(
+        f"' ' || {column} || ' ' AS f{i}" for i, (column, _) in enumerate(FIELD_WEIGHTS)
+    )
+    fence = " OFFSET 0" if dialect == "postgresql" else ""
+    stmt = (
+        f"SELECT kind_id, user_id, namespace, name, description, "
+        f"{', '.join(_presence(scored, where.percent))} FROM (SELECT kind_id, user_id, namespace, "
+        f"name, description, {padded} FROM skill_search WHERE kind_id IN ({ids}){fence}) AS c"
+    )
+    return await _rows(session, stmt, where)
 
 
-def _presence(stems: Sequence[str]) -> list[Any]:
+def _presence(stems: Sequence[str], percent: str) -> list[str]:
     """Whether each term field holds each stem, field by field: what scoring needs, computed
     where the rows are. Fetching the fields instead moved kilobytes of body terms per candidate
-    to Python to test a handful of words. Written as SQL text: built per search, dozens of
-    expression objects cost more than the query. Stems are letters and digits (text.py)."""
+    to Python to test a handful of words. Stems are letters and digits (text.py)."""
     return [
-        literal_column(f"(' ' || skill_search.{column} || ' ') LIKE '% {stem} %'")
-        for column, _ in FIELD_WEIGHTS
+        f"c.f{i} LIKE '{percent} {stem} {percent}'"
+        for i in range(len(FIELD_WEIGHTS))
         for stem in stems
-    ]
-
-
-def _fields(row: Any, stems: Sequence[str]) -> list[set[str]]:
-    """The stems of `stems` each term field holds, from the row's `_presence` columns."""
-    flags = row[5:]
-    width = len(stems)
-    return [
-        {stem for j, stem in enumerate(stems) if flags[i * width + j]}
-        for i in range(len(_TERM_COLUMNS))
     ]
 
 
@@ -225,32 +276,47 @@ def _term_weights(terms: Sequence[QueryTerm], df: dict[str, int], n: int) -> lis
     return weights
 
 
-def coverage(
-    fields: Sequence[set[str]], terms: Sequence[QueryTerm], weights: Sequence[float]
-) -> float:
-    """The IDF-weighted share of `terms` a skill with these term fields covers, in [0, 1]."""
-    total = sum(weights)
-    if total <= 0:
-        return 0.0
-    got = 0.0
-    for term, weight in zip(terms, weights, strict=True):
-        best = 0.0
-        for found, (_, field_weight) in zip(fields, FIELD_WEIGHTS, strict=True):
-            if term.stem in found:
-                best = max(best, field_weight)
-            elif term.alternatives and not term.alternatives.isdisjoint(found):
-                best = max(best, field_weight * EXPANSION_WEIGHT)
-        got += weight * best
-    return got / total
+class Scorer:
+    """The score of each candidate of one request, from its `_presence` flags (see the module).
 
+    Built once per request: for each term, the flag positions that would give it credit, best
+    credit first, so scoring a row is a few lookups per term."""
 
-def score(
-    fields: Sequence[set[str]], terms: Sequence[QueryTerm], weights: Sequence[float], n: int
-) -> float:
-    """How well a skill with these term fields fits the request, in [0, 1] (see the module)."""
-    share = coverage(fields, terms, weights)
-    units = share * sum(weights) / idf(0, n)
-    return math.sqrt(share * units / (units + EVIDENCE_HALF))
+    def __init__(
+        self, terms: Sequence[QueryTerm], weights: Sequence[float], stems: Sequence[str], n: int
+    ) -> None:
+        position = {stem: j for j, stem in enumerate(stems)}
+        width = len(stems)
+        self._terms: list[tuple[float, list[tuple[float, int]]]] = []
+        for term, weight in zip(terms, weights, strict=True):
+            credits = []
+            for i, (_, field_weight) in enumerate(FIELD_WEIGHTS):
+                for stem in term.all_stems:
+                    if stem in position:
+                        full = stem == term.stem
+                        credit = field_weight * (1.0 if full else EXPANSION_WEIGHT)
+                        credits.append((credit, i * width + position[stem]))
+            credits.sort(key=lambda c: -c[0])
+            self._terms.append((weight, credits))
+        self._total = sum(weights)
+        self._unit = idf(0, n)
+
+    def coverage(self, flags: Sequence[Any]) -> float:
+        """The IDF-weighted share of the request's terms the row covers, in [0, 1]."""
+        if self._total <= 0:
+            return 0.0
+        got = 0.0
+        for weight, credits in self._terms:
+            for credit, index in credits:
+                if flags[index]:
+                    got += weight * credit
+                    break
+        return got / self._total
+
+    def score(self, flags: Sequence[Any]) -> float:
+        share = self.coverage(flags)
+        units = share * self._total / self._unit
+        return math.sqrt(share * units / (units + EVIDENCE_HALF))
 
 
 async def search(
@@ -260,20 +326,23 @@ async def search(
     *,
     limit: int,
     threshold: float,
+    counted: int | None = None,
+    rerank: SemanticRanker | None = None,
 ) -> list[SearchHit]:
-    """The skills of `source` that fit `query`, best first, each scoring at least `threshold`."""
+    """The skills of `source` that fit `query`, best first, each scoring at least `threshold`;
+    with `rerank`, its best lexical matches ordered semantically (semantic.py).
+
+    `counted`: the rows of `source`, counted up to `ROWS_CAP` by the caller in this transaction
+    with `gin_only()` among the columns (the turn's catalog query does both in one step)."""
     terms = query_terms(query)
     if not terms or limit <= 0:
         return []
     stems = sorted({s for t in terms for s in t.all_stems})
     dialect = session.get_bind().dialect.name
-    where = source.condition()
-    if dialect == "postgresql":
-        # Every step below reads matches through the GIN index (exact: no tsvector is decoded
-        # to count or find them); the planner would rather filter rows by owner and decode the
-        # tsvector of each. For the rest of this transaction only (callers end it soon after).
-        await session.execute(_GIN_ONLY)
-    n, df = await _frequencies(session, dialect, where, stems)
+    where = _where_sql(session, source.condition())
+    if counted is None and dialect == "postgresql":
+        await session.execute(select(gin_only()))
+    n, df = await _frequencies(session, dialect, where, stems, counted)
     present = [s for s in stems if df[s] > 0]
     if not present:
         return []
@@ -283,15 +352,16 @@ async def search(
         pool = _pool(present, df)
         ranked = sum(df[s] for s in pool) > CANDIDATES
     rows = await _candidates(session, dialect, where, pool, present, ranked=ranked)
-    weights = _term_weights(terms, df, n)
+    scorer = Scorer(terms, _term_weights(terms, df, n), present, n)
     hits = []
     for row in rows:
-        fields = _fields(row, present)
-        value = round(score(fields, terms, weights, n), 4)
+        value = round(scorer.score(row[5:]), 4)
         if value >= threshold:
             namespace = PUBLIC_NAMESPACE if row.user_id == SYSTEM_USER_ID else row.namespace
             hits.append(
                 SearchHit(row.kind_id, row.user_id, namespace, row.name, row.description, value)
             )
     hits.sort(key=lambda h: (-h.score, h.name, h.namespace, h.kind_id))
+    if rerank is not None:
+        return (await rerank.rerank(query, hits[: max(limit, rerank.candidates)]))[:limit]
     return hits[:limit]

@@ -5,14 +5,17 @@ from __future__ import annotations
 import httpx
 from fastapi import FastAPI
 
+from backend.chat.catalog import GhostSkillDirectory, SkillSpecCache
 from backend.crd.ghost import GhostSpec
 from backend.kinds.store import Scope
 from backend.skills.search.engine import search
 from backend.skills.search.selection import GhostSkills
+from backend.skills.search.semantic import ranker_for
 from tests.backend.api.ghost_helpers import PUBLIC, create, ghost
 from tests.backend.api.skill_helpers import upload
 from tests.conftest import Account
 from tests.support import zips
+from tests.support.embeddings import EmbeddingsServer
 
 PUBLIC_SKILLS = "/api/v1/public/skills"
 
@@ -119,3 +122,44 @@ async def test_bad_parameters_are_refused_with_a_clear_error(
         assert response.status_code == 422, (params, response.text)
         assert "code" in response.json()["error"]
     assert (await client.get("/api/v1/skills/search", params={"q": "x"})).status_code == 401
+
+
+async def test_with_an_embeddings_endpoint_the_api_ranks_as_the_agents_directory(
+    app: FastAPI, client: httpx.AsyncClient, alice: Account
+) -> None:
+    """The route and the turn's `search_skills` directory take the same semantic ranking."""
+    await add(client, alice, "bars", "Draw bar charts of numbers for reports.")
+    await add(client, alice, "pies", "Draw pie charts of shares for slides.")
+    await add(client, alice, "tides", "Draw charts of the tides for sailors.")
+    assert (
+        await create(client, alice.headers, ghost("sailor", skillSelector={}))
+    ).status_code == 201
+    query = "draw me charts of the sea"
+    url = "/api/v1/namespaces/dev/ghosts/sailor/skills/search"
+    params = {"q": query}
+    plain = app.state.settings
+    app.state.settings = plain.model_copy(update={"skill_search_threshold": 0.05})
+    lexical = (await client.get(url, params=params, headers=alice.headers)).json()["items"]
+    assert [i["name"] for i in lexical][0] != "tides"
+    with EmbeddingsServer({"sea": "tides"}) as server:
+        settings = app.state.settings.model_copy(
+            update={"embeddings_url": server.url, "egress_allow": ["127.0.0.1"]}
+        )
+        app.state.settings = settings
+        try:
+            response = await client.get(url, params=params, headers=alice.headers)
+            spec = GhostSpec.model_validate({"skillSelector": {}})
+            source = GhostSkills.from_spec(Scope(alice.id, "dev"), spec)
+            directory = GhostSkillDirectory(
+                app.state.sessionmaker,
+                source,
+                SkillSpecCache(),
+                threshold=0.05,
+                rerank=ranker_for(settings),
+            )
+            matches = await directory.search(query, 5)
+        finally:
+            app.state.settings = plain
+    items = response.json()["items"]
+    assert items[0]["name"] == "tides"
+    assert [(i["name"], i["score"]) for i in items] == [(m.name, m.score) for m in matches]
