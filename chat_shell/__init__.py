@@ -37,7 +37,7 @@ _EXPORTS = {
     ],
     "chat_shell.errors": ["ChatShellError", "ProviderLoadError"],
     "chat_shell.models": ["OFFLINE_MODEL", "open_chat_model"],
-    "chat_shell.net": ["EgressForbidden", "EgressPolicy", "EgressTransport"],
+    "chat_shell.net": ["EgressForbidden", "EgressPolicy", "EgressTransport", "egress_client"],
     "chat_shell.observe": ["McpScope", "set_observer"],
     "chat_shell.packages": [
         "ArchiveLimits",
@@ -133,6 +133,7 @@ __all__ = [
     "WORKSPACE_DIR",
     "check_archive_size",
     "check_stdio_allowed",
+    "egress_client",
     "find_placeholders",
     "inline_tracing_hooks",
     "is_ignored",
@@ -178,7 +179,7 @@ if TYPE_CHECKING:
     )
     from chat_shell.errors import ChatShellError, ProviderLoadError
     from chat_shell.models import OFFLINE_MODEL, open_chat_model
-    from chat_shell.net import EgressForbidden, EgressPolicy, EgressTransport
+    from chat_shell.net import EgressForbidden, EgressPolicy, EgressTransport, egress_client
     from chat_shell.observe import McpScope, set_observer
     from chat_shell.packages import (
         DEFAULT_ARCHIVE_LIMITS,

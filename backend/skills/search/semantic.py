@@ -25,8 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from chat_shell import EgressForbidden, EgressPolicy
-from chat_shell.net import egress_client
+from chat_shell import EgressForbidden, EgressPolicy, egress_client
 
 if TYPE_CHECKING:
     from backend.config import Settings
