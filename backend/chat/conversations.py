@@ -6,16 +6,18 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import and_, func, or_, select
+from sqlalchemy import and_, case, func, or_, select, update
+from sqlalchemy.engine import CursorResult
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from backend.db.models import Conversation, Message, User
+from backend.db.models import Conversation, Message, User, UserQuota
 from backend.db.types import utcnow
 from backend.errors import NotFound
 from backend.kinds import cursor
 
 TITLE_CHARS = 80
+DEFAULT_TITLE = "New conversation"  # until the first message names the conversation
 # The most characters of one user message (REST and Socket.IO alike).
 MAX_MESSAGE_CHARS = 100_000
 
@@ -50,6 +52,24 @@ async def get(session: AsyncSession, user_id: int, conversation_id: str) -> Conv
     return found
 
 
+async def quota_overrides_if_owned(
+    session: AsyncSession, user_id: int, conversation_id: str
+) -> dict[str, Any] | None:
+    """`get`'s ownership check (404 otherwise) and, in the same query, the user's quota
+    overrides (`user_quotas.limits`; None without a row), which admitting a turn needs."""
+    row = (
+        await session.execute(
+            select(Conversation.id, UserQuota.limits)
+            .outerjoin(UserQuota, UserQuota.user_id == Conversation.user_id)
+            .where(Conversation.id == conversation_id, Conversation.user_id == user_id)
+        )
+    ).first()
+    if row is None:  # someone else's conversation is indistinguishable from none
+        raise NotFound("conversation not found", code="conversation_not_found")
+    overrides: dict[str, Any] | None = row.limits
+    return overrides
+
+
 async def list_page(
     session: AsyncSession, user_id: int, *, limit: int, token: str | None
 ) -> tuple[list[Conversation], str | None]:
@@ -79,11 +99,25 @@ async def delete(session: AsyncSession, user_id: int, conversation_id: str) -> N
 
 
 async def add_user_message(
-    session: AsyncSession, conversation: Conversation, content: str
+    session: AsyncSession, user_id: int, conversation_id: str, content: str
 ) -> Message:
-    message = Message(conversation_id=conversation.id, role="user", content=content)
+    """Store a user message in the user's conversation (404 otherwise); a conversation still
+    called `DEFAULT_TITLE` is named after it. One UPDATE does the ownership check, the touch and
+    the naming, so no read of the conversation precedes the write."""
+    title = " ".join(content.split())[:TITLE_CHARS]
+    touched: CursorResult[Any] = await session.execute(  # type: ignore[assignment]
+        update(Conversation)
+        .where(Conversation.id == conversation_id, Conversation.user_id == user_id)
+        .values(
+            updated_at=utcnow(),
+            title=case((Conversation.title == DEFAULT_TITLE, title), else_=Conversation.title),
+        )
+        .execution_options(synchronize_session=False)  # no conversation is loaded here
+    )
+    if touched.rowcount == 0:  # deleted meanwhile, or never the user's
+        raise NotFound("conversation not found", code="conversation_not_found")
+    message = Message(conversation_id=conversation_id, role="user", content=content)
     session.add(message)
-    conversation.updated_at = utcnow()
     await session.flush()
     return message
 
@@ -161,19 +195,28 @@ async def turn_window(
     return TurnWindow(user_message, reply, window, before)
 
 
-async def with_owner(session: AsyncSession, conversation_id: str) -> tuple[Conversation, User]:
-    """No owner filter: for the turn runner, which acts on a conversation a user already owns."""
+@dataclass(frozen=True)
+class Owned:
+    conversation: Conversation
+    user: User
+    quota_overrides: dict[str, Any] | None  # the owner's `user_quotas.limits` (None: no row)
+
+
+async def with_owner(session: AsyncSession, conversation_id: str) -> Owned:
+    """No owner filter: for the turn runner, which acts on a conversation a user already owns.
+    The owner's quota overrides come in the same query (a turn needs its token limit)."""
     row = (
         await session.execute(
-            select(Conversation, User)
+            select(Conversation, User, UserQuota.limits)
             .join(User, User.id == Conversation.user_id)
+            .outerjoin(UserQuota, UserQuota.user_id == User.id)
             .where(Conversation.id == conversation_id)
         )
     ).first()
     if row is None:
         raise NotFound("conversation not found", code="conversation_not_found")
-    conversation, user = row
-    return conversation, user
+    conversation, user, overrides = row
+    return Owned(conversation, user, overrides)
 
 
 async def messages_page(

@@ -9,6 +9,8 @@ transport; REST and Socket.IO both send through `ChatRuntime.send`.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 import redis.asyncio as aioredis
 from cryptography.fernet import Fernet
 from langchain_core.language_models import BaseChatModel
@@ -24,8 +26,6 @@ from backend.config import Settings
 from backend.ops.quotas import Quotas, counters_for
 from backend.ops.tracing import tracer
 from chat_shell import BubblewrapSandbox
-
-DEFAULT_TITLE = "New conversation"
 
 
 class ChatRuntime:
@@ -111,24 +111,34 @@ class ChatRuntime:
         assert self._admission is not None, "ChatRuntime.start() runs in the app lifespan"
         return self._admission
 
-    async def send(self, user_id: int, conversation_id: str, content: str) -> int:
+    async def send(
+        self,
+        user_id: int,
+        conversation_id: str,
+        content: str,
+        *,
+        owned: Callable[[], Awaitable[None]] | None = None,
+    ) -> int:
         """Store the user's message and start the turn; 404 unless the conversation is the
         user's, then 409 if a turn runs in it, then 429 `too_many_turns` if the user has as
-        many turns running as `SKILLHIVE_MAX_CONCURRENT_TURNS_PER_USER`."""
+        many turns running as `SKILLHIVE_MAX_CONCURRENT_TURNS_PER_USER`. `owned` runs once the
+        conversation is known to be the user's, before the turn can start (a socket joins the
+        conversation's room there, so the ownership check is not read twice)."""
         # Ownership before the claim: a 409 for someone else's busy conversation would tell
         # them it exists.
         async with self.sessionmaker() as session:
-            await conversations.get(session, user_id, conversation_id)
-            limits = await self.quotas.admit_turn(session, user_id)  # 429 quota_* before writes
+            own = await conversations.quota_overrides_if_owned(session, user_id, conversation_id)
+        if owned is not None:
+            await owned()
+        limits = await self.quotas.admit_turn(user_id, own)  # 429 quota_* before writes
 
         async def store() -> int:  # runs with the conversation claimed
             # Nothing is written if refused; the user's own limit when an admin set one.
             await self.admission.admit(user_id, conversation_id, limits["concurrent_turns"])
             async with self.sessionmaker() as session:
-                conversation = await conversations.get(session, user_id, conversation_id)
-                if conversation.title == DEFAULT_TITLE:
-                    conversation.title = " ".join(content.split())[: conversations.TITLE_CHARS]
-                message = await conversations.add_user_message(session, conversation, content)
+                message = await conversations.add_user_message(
+                    session, user_id, conversation_id, content
+                )
                 await session.commit()
                 return message.id
 

@@ -37,8 +37,7 @@ from backend.errors import SkillhiveError, Unauthorized
 from backend.ghosts import pins
 from backend.ghosts.resolve import ghost_skills, resolve_ghost, resolve_skills
 from backend.ops.metrics import TurnObservation, model_label
-from backend.ops.quotas import Quotas
-from backend.ops.quotas import limits_for as quota_limits
+from backend.ops.quotas import Quotas, with_overrides
 from backend.ops.tracing import tracer
 from backend.ops.usage import TurnAccount, record_calls
 from backend.plugins.commands import invocation_for
@@ -153,7 +152,8 @@ class TurnRunner:
                 return window.reply
             if window.user_message is None:
                 raise SkillhiveError("the user message is gone", code="message_not_found")
-            conversation, user = await conversations.with_owner(session, conversation_id)
+            owned = await conversations.with_owner(session, conversation_id)
+            conversation, user = owned.conversation, owned.user
             if not user.is_active:  # deactivated while the turn waited: none of its secrets
                 raise Unauthorized("user is deactivated", code="user_inactive")
             ghost = await resolve_ghost(session, user.id, conversation.ghost)
@@ -184,7 +184,7 @@ class TurnRunner:
             preloads = ghost.spec.preload_skills
             preloaded = await resolve_skills(session, ghost.owner, preloads) if preloads else []
             disabled = [s.metadata.name for s in preloaded if not s.status.enabled]
-            limits = await quota_limits(session, self.settings, user.id)  # ops
+            limits = with_overrides(self.settings, owned.quota_overrides)  # ops
             user_secrets: dict[str, str] = {}
             if needs_secrets(ghost, self.mcp_servers, skills_use_secrets=skills.uses_secrets):
                 user_secrets = await secrets.values(session, self.cipher, user.id)  # only if used

@@ -66,16 +66,23 @@ async def overrides(session: AsyncSession, user_id: int) -> dict[str, int | None
     return dict(row.limits) if row is not None else {}
 
 
+def with_overrides(
+    settings: Settings, own: Mapping[str, int | None] | None
+) -> dict[Limit, int | None]:
+    """The settings' limits with a user's stored overrides (null: no limit) on top; `own` is
+    `user_quotas.limits`, None when the user has no row."""
+    limits = default_limits(settings)
+    for name in LIMITS:
+        if own is not None and name in own:
+            limits[name] = own[name]
+    return limits
+
+
 async def limits_for(
     session: AsyncSession, settings: Settings, user_id: int
 ) -> dict[Limit, int | None]:
     """The user's limits: the settings, with the admin's overrides (null: no limit) on top."""
-    limits = default_limits(settings)
-    own = await overrides(session, user_id)
-    for name in LIMITS:
-        if name in own:
-            limits[name] = own[name]
-    return limits
+    return with_overrides(settings, await overrides(session, user_id))
 
 
 async def set_overrides(
@@ -169,9 +176,13 @@ class Quotas:
     settings: Settings
     counters: Counters
 
-    async def admit_turn(self, session: AsyncSession, user_id: int) -> dict[Limit, int | None]:
-        """Refuse a turn over the user's rates; the user's limits otherwise."""
-        limits = await limits_for(session, self.settings, user_id)
+    async def admit_turn(
+        self, user_id: int, own: Mapping[str, int | None] | None
+    ) -> dict[Limit, int | None]:
+        """Refuse a turn over the user's rates; the user's limits otherwise. `own`: the
+        user's stored overrides (`user_quotas.limits`, None without a row), which the caller
+        reads with the conversation it checks."""
+        limits = with_overrides(self.settings, own)
         tokens = limits["tokens_per_day"]
         if tokens is not None:
             used = await self.counters.value(f"{user_id}:tokens", DAY_S)

@@ -115,10 +115,18 @@ class ChatNamespace(socketio.AsyncNamespace):  # type: ignore[misc]
         return {"ok": True}
 
     async def on_chat_send(self, sid: str, data: Any = None) -> dict[str, Any]:
-        user_id, payload = await self._owned(sid, data, _Send)
-        # The sender hears its turn even if it never sent `conversation:join` (a naive client).
-        await self.enter_room(sid, conversation_room(payload.conversation_id))
-        message_id = await self.runtime.send(user_id, payload.conversation_id, payload.content)
+        payload = _parse(_Send, data)
+        user_id = await self._user_id(sid)
+        room = conversation_room(payload.conversation_id)
+
+        async def join() -> None:
+            # The sender hears its turn even if it never sent `conversation:join` (a naive
+            # client); `send` calls this after its ownership check (404 first, as `_owned`).
+            await self.enter_room(sid, room)
+
+        message_id = await self.runtime.send(
+            user_id, payload.conversation_id, payload.content, owned=join
+        )
         return {"ok": True, "message_id": message_id}
 
     async def on_chat_cancel(self, sid: str, data: Any = None) -> dict[str, Any]:

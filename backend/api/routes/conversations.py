@@ -16,7 +16,6 @@ from backend.api.deps import ChatDep, CurrentUser, SessionDep, TransportDep
 from backend.api.errors import errors
 from backend.api.sse import sse_frame
 from backend.chat import conversations
-from backend.chat.runtime import DEFAULT_TITLE
 from backend.chat.transport import TurnEnded, TurnEnvelope, message_json
 from backend.db.models import Conversation
 from backend.errors import ServiceUnavailable
@@ -123,7 +122,9 @@ async def create_conversation(
 ) -> ConversationOut:
     await ghost_row(session, user.id, body.ghost)  # 404 unless the caller may use it
     await check_stored(session, request.app.state.settings, user.id, "conversations")  # ops
-    created = await conversations.create(session, user.id, body.ghost, body.title or DEFAULT_TITLE)
+    created = await conversations.create(
+        session, user.id, body.ghost, body.title or conversations.DEFAULT_TITLE
+    )
     await session.commit()
     return ConversationOut.model_validate(created)
 

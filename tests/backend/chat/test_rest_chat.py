@@ -252,6 +252,36 @@ async def test_sending_to_another_users_busy_conversation_is_404_not_409(
     assert (await running).json()["content"] == "held open"
 
 
+async def test_the_first_message_names_an_untitled_conversation_and_no_other_does(
+    client: httpx.AsyncClient, chat: ChatSetup, openai_server: FakeOpenAIServer, bob: Account
+) -> None:
+    untitled = await chat.conversation(client)
+    titled = await client.post(
+        "/api/v1/conversations",
+        json={"ghost": chat.ghost, "title": "Kept"},
+        headers=chat.account.headers,
+    )
+    assert titled.status_code == 201, titled.text
+    for cid, text in [(untitled, "  first\n words  "), (titled.json()["id"], "ignored")]:
+        openai_server.script(Reply(text="ok"))
+        assert (await send(client, chat, cid, text)).status_code == 200
+    openai_server.script(Reply(text="ok"))
+    assert (await send(client, chat, untitled, "second words")).status_code == 200
+    listed = await client.get("/api/v1/conversations", headers=chat.account.headers)
+    titles = {c["id"]: c["title"] for c in listed.json()["items"]}
+    assert (titles[untitled], titles[titled.json()["id"]]) == ("first words", "Kept")
+    # Someone else's send neither stores a message nor renames it.
+    intruder = await send(client, ChatSetup(bob, chat.ghost), untitled, "renamed?")
+    assert_error(intruder, 404, "conversation_not_found")
+    messages = await client.get(
+        f"/api/v1/conversations/{untitled}/messages", headers=chat.account.headers
+    )
+    assert [m["content"] for m in messages.json()["items"] if m["role"] == "user"] == [
+        "  first\n words  ",
+        "second words",
+    ]
+
+
 async def test_conversations_are_private(
     client: httpx.AsyncClient, chat: ChatSetup, bob: Account
 ) -> None:

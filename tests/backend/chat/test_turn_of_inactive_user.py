@@ -17,8 +17,7 @@ async def test_a_queued_turn_of_a_deactivated_user_fails_without_calling_the_mod
 ) -> None:
     cid = await chat.conversation(client)
     async with app.state.sessionmaker() as session:
-        conversation = await conversations.get(session, chat.account.id, cid)
-        message = await conversations.add_user_message(session, conversation, "queued")
+        message = await conversations.add_user_message(session, chat.account.id, cid, "queued")
         await session.execute(
             update(User).where(User.id == chat.account.id).values(is_active=False)
         )
