@@ -40,8 +40,7 @@ async def _ghost_with_mcp(client: httpx.AsyncClient, account: Account) -> str:
 
 async def _user_message(app: FastAPI, account: Account, cid: str) -> int:
     async with app.state.sessionmaker() as session:
-        conversation = await conversations.get(session, account.id, cid)
-        message = await conversations.add_user_message(session, conversation, "hello")
+        message = await conversations.add_user_message(session, account.id, cid, "hello")
         await session.commit()
         return message.id
 
