@@ -120,6 +120,11 @@ class Settings(BaseSettings):
     builtin_skills_dir: Path | None = Field(
         None, description="Folder of built-in public skills; unset: `skills/` of the install."
     )
+    console_dir: Path | None = Field(
+        None,
+        description="The web console's folder (index.html, src/, node_modules/); unset: "
+        "`console/` of the install.",
+    )
     skill_versions_retain: int = Field(
         20, ge=1, description="Package versions kept per skill (Ghost-pinned ones always)."
     )
