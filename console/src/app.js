@@ -38,10 +38,14 @@ async function route() {
     const match = pattern.exec(path);
     if (match) {
       const args = match.slice(1).map((part) => (part === undefined ? undefined : decodeURIComponent(part)));
+      // Each navigation renders into its own container: a slower earlier view that finishes
+      // late writes into a detached element, never over the current one.
+      const container = h('div', { class: 'view' });
+      clear(main).append(container);
       try {
-        await view(main, ...args, me);
+        await view(container, ...args, me);
       } catch (exc) {
-        clear(main).append(h('p', { class: 'error' }, describe(exc)));
+        clear(container).append(h('p', { class: 'error' }, describe(exc)));
       }
       main.focus({ preventScroll: true });
       return;

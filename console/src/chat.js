@@ -83,6 +83,7 @@ async function openConversation(panel, id) {
     panel.append(h('p', { class: 'error' }, describe(exc)));
     return;
   }
+  if (!panel.isConnected) return; // the person navigated away meanwhile
   if (active && active.id !== id) call('conversation:leave', { conversation_id: active.id });
   const transcript = h('ol', { class: 'transcript', 'aria-label': 'Messages', 'aria-live': 'polite' });
   const input = h('textarea', { name: 'message', rows: 3, required: true, maxlength: 100000 });

@@ -142,3 +142,17 @@ def screenshots(page: Page, folder: Path, name: str) -> list[Path]:
         written.append(path)
     page.set_viewport_size(size)
     return written
+
+
+def drop_file(page: Page, selector: str, name: str, data: bytes) -> None:
+    """Drop a file on an element as a person dragging it from their desktop would."""
+    page.locator(selector).first.evaluate(
+        """(zone, [name, bytes]) => {
+          const transfer = new DataTransfer();
+          transfer.items.add(new File([new Uint8Array(bytes)], name, {type: 'application/zip'}));
+          for (const type of ['dragenter', 'dragover', 'drop']) {
+            zone.dispatchEvent(new DragEvent(type, {dataTransfer: transfer, bubbles: true, cancelable: true}));
+          }
+        }""",
+        [name, list(data)],
+    )
