@@ -1,6 +1,6 @@
 // The console's router: hash routes, each a view function rendering into <main>.
 import { api, describe, session } from './api.js';
-import { announce, clear, field, h } from './dom.js';
+import { announce, append, clear, field, h } from './dom.js';
 import { chatView } from './chat.js';
 import { ghostsView } from './ghosts.js';
 import { skillsView, skillView } from './skills.js';
@@ -41,17 +41,17 @@ async function route() {
       // Each navigation renders into its own container: a slower earlier view that finishes
       // late writes into a detached element, never over the current one.
       const container = h('div', { class: 'view' });
-      clear(main).append(container);
+      append(clear(main), container);
       try {
         await view(container, ...args, me);
       } catch (exc) {
-        clear(container).append(h('p', { class: 'error' }, describe(exc)));
+        append(clear(container), h('p', { class: 'error' }, describe(exc)));
       }
       main.focus({ preventScroll: true });
       return;
     }
   }
-  clear(main).append(h('p', {}, 'Nothing here. ', h('a', { href: '#/chat' }, 'Go to the chat.')));
+  append(clear(main), h('p', {}, 'Nothing here. ', h('a', { href: '#/chat' }, 'Go to the chat.')));
 }
 
 function renderNav(path) {
@@ -99,7 +99,7 @@ function signInView(main) {
     closeSocket(); // a socket opened with another token
     location.hash = '#/chat';
   });
-  clear(main).append(form);
+  append(clear(main), form);
   input.focus();
 }
 

@@ -1,7 +1,7 @@
 // Conversations and chat over Socket.IO: streaming text, compact tool calls and skill loads,
 // usage per turn, stop, and reconnects that pick the running turn up again.
 import { api, describe, enc, session } from './api.js';
-import { announce, clear, field, h } from './dom.js';
+import { announce, append, clear, field, h } from './dom.js';
 import { handleSkillRequest } from './frontend_skills.js';
 import { markdown } from './markdown.js';
 import { call, chatSocket, onReconnect } from './socket.js';
@@ -16,7 +16,7 @@ export async function chatView(main, conversationId) {
   const aside = h('aside', { class: 'sidebar', 'aria-label': 'Conversations' },
     h('h2', {}, 'Conversations'), await newConversationForm(), list);
   const panel = h('section', { class: 'chat', 'aria-label': 'Chat' });
-  clear(main).append(h('div', { class: 'split' }, aside, panel));
+  append(clear(main), h('div', { class: 'split' }, aside, panel));
   await fillConversations(list, conversationId);
   if (conversationId) await openConversation(panel, conversationId);
   else panel.append(h('p', { class: 'muted' }, 'Choose a conversation or start one from a Ghost.'));
@@ -150,7 +150,7 @@ function storedAnswer(message) {
   const body = h('div', { class: 'text markdown' }, markdown(message.content));
   const li = h('li', { class: `message assistant status-${message.status}` }, h('span', { class: 'who' }, 'Assistant'), items, body);
   if (message.error) li.append(h('p', { class: 'error' }, `${message.error.code}: ${message.error.message}`));
-  li.append(usageLine(message.usage));
+  append(li, usageLine(message.usage));
   return li;
 }
 
@@ -160,14 +160,14 @@ function usageLine(usage) {
 }
 
 function skillItem(name) {
-  return h('div', { class: 'item skill-loaded' }, '📘 Loaded skill ', h('strong', {}, name));
+  return h('div', { class: 'item skill-loaded' }, h('span', { class: 'badge' }, 'skill'), ' Loaded ', h('strong', {}, name));
 }
 
 function toolItem(record, ended) {
   const result = typeof record.result === 'string' ? record.result.slice(0, MAX_RESULT_CHARS) : '';
   const state = ended ? (record.error ? 'failed' : 'done') : 'running';
   const details = h('details', { class: `item tool ${state}`, 'data-tool-id': record.id || '' },
-    h('summary', {}, `🔧 ${record.name} `, h('span', { class: 'state' }, state)),
+    h('summary', {}, h('span', { class: 'badge' }, 'tool'), ` ${record.name} `, h('span', { class: 'state' }, state)),
     h('pre', {}, JSON.stringify(record.args ?? {}, null, 2)));
   if (ended) details.append(h('pre', { class: 'result' }, result));
   return details;
@@ -216,7 +216,7 @@ function bindSocket(socket) {
   });
   socket.on('chat:notice', (data) => {
     const turn = turnOf(data);
-    if (turn) turn.items.append(h('div', { class: 'item notice' }, `⚠ ${data.code}: ${data.message}`));
+    if (turn) turn.items.append(h('div', { class: 'item notice' }, h('span', { class: 'badge' }, 'notice'), ` ${data.code}: ${data.message}`));
   });
   socket.on('chat:usage', (data) => {
     const turn = turnOf(data);

@@ -1,7 +1,7 @@
 // The Ghost editor: YAML (or JSON, which is YAML) applied through POST /apply; the API's
 // validation codes are shown next to the field.
 import { api, ApiError, describe, enc, session } from './api.js';
-import { announce, clear, field, h } from './dom.js';
+import { announce, append, clear, field, h } from './dom.js';
 
 const TEMPLATE = (namespace) => `apiVersion: skillhive.io/v1
 kind: Ghost
@@ -64,7 +64,7 @@ export async function ghostsView(main, namespace, name) {
     try {
       const answer = await api(`/apply${dryRun ? '?dryRun=true' : ''}`, { method: 'POST', body: editor.value, headers: { 'Content-Type': 'application/yaml' } });
       for (const item of answer.items) {
-        result.append(h('p', { class: 'ok' }, `ghost/${item.namespace}/${item.name} ${dryRun ? `would be ${item.action}` : item.action}`),
+        append(result, h('p', { class: 'ok' }, `ghost/${item.namespace}/${item.name} ${dryRun ? `would be ${item.action}` : item.action}`),
           item.warnings.length ? h('ul', {}, item.warnings.map((w) => h('li', { 'data-code': w.code }, h('code', {}, w.code), ` — ${w.message}`))) : null);
       }
       if (!dryRun && answer.items.length === 1) {
@@ -80,7 +80,7 @@ export async function ghostsView(main, namespace, name) {
   const form = h('form', { class: 'ghost-editor' }, field('Ghost (YAML or JSON)', editor), errors,
     h('div', { class: 'actions' }, h('button', { type: 'submit' }, 'Apply'), h('button', { type: 'button', class: 'secondary', onclick: () => apply(true) }, 'Check only')), result);
   form.addEventListener('submit', (event) => { event.preventDefault(); apply(false); });
-  clear(main).append(h('div', { class: 'split' },
+  append(clear(main), h('div', { class: 'split' },
     h('aside', { class: 'sidebar' }, h('h2', {}, `Ghosts in ${ns}`), list, h('p', {}, h('a', { href: '#/ghosts' }, '+ New Ghost'))),
     h('section', {}, h('h1', {}, name ? `Ghost ${name}` : 'New Ghost'), form)));
 }

@@ -2,7 +2,7 @@
 // and per skill its files (SKILL.md as sanitized Markdown), enable/disable, replace, delete,
 // versions and rollback.
 import { api, ApiError, describe, enc, session } from './api.js';
-import { announce, clear, field, h } from './dom.js';
+import { announce, append, clear, field, h } from './dom.js';
 import { markdown, withoutFrontMatter } from './markdown.js';
 
 /** The API path of a skill collection: the namespace's, or `public`. */
@@ -33,14 +33,14 @@ function dropZone(label, upload, report) {
     h('span', {}, `${label}: drop a skill ZIP here, or choose one`), input);
   const send = async (file) => {
     if (!file) return;
-    clear(report).append(h('p', { class: 'muted' }, `Uploading ${file.name}…`));
+    append(clear(report), h('p', { class: 'muted' }, `Uploading ${file.name}…`));
     try {
       const crd = await upload(file);
       const warnings = (crd.status?.warnings || []).map((w) => ({ code: w.code, message: w.message, entry: w.entry }));
-      clear(report).append(h('p', { class: 'ok' }, 'Stored ', h('a', { href: `#/skills/${enc(crd.metadata.namespace || 'public')}/${enc(crd.metadata.name)}` }, crd.metadata.name),
+      append(clear(report), h('p', { class: 'ok' }, 'Stored ', h('a', { href: `#/skills/${enc(crd.metadata.namespace || 'public')}/${enc(crd.metadata.name)}` }, crd.metadata.name),
         ` (version ${crd.metadata.resourceVersion ?? '?'})`), problemList('Warnings', warnings));
     } catch (exc) {
-      clear(report).append(problemList('Refused', uploadProblems(exc)));
+      append(clear(report), problemList('Refused', uploadProblems(exc)));
     }
   };
   zone.addEventListener('click', () => input.click());
@@ -84,7 +84,7 @@ export async function skillsView(main, me) {
       announce(describe(exc), 'error');
     }
   };
-  clear(main).append(h('h1', {}, `Skills in ${namespace}`),
+  append(clear(main), h('h1', {}, `Skills in ${namespace}`),
     dropZone('Upload', upload, report),
     me.role === 'admin' ? h('label', { class: 'choice' }, publicBox, ' Upload as a public skill (admin)') : null,
     report, search, list);
@@ -112,7 +112,7 @@ export async function skillView(main, namespace, name, me) {
       location.hash = '#/skills';
     } catch (exc) {
       const ghosts = Array.isArray(exc.details?.ghosts) ? exc.details.ghosts : [];
-      clear(report).append(h('div', { class: 'problems' }, h('p', {}, h('code', {}, exc.code || 'error'), ` — ${exc.message}`),
+      append(clear(report), h('div', { class: 'problems' }, h('p', {}, h('code', {}, exc.code || 'error'), ` — ${exc.message}`),
         ghosts.length ? h('ul', { 'aria-label': 'Ghosts using the skill' }, ghosts.map((g) => h('li', {}, h('a', { href: `#/ghosts/${g.split('/').map(enc).join('/')}` }, g)))) : null));
     }
   });
@@ -121,10 +121,10 @@ export async function skillView(main, namespace, name, me) {
   const showFile = async (filePath) => {
     try {
       const text = await api(`${path}/files/${filePath.split('/').map(enc).join('/')}`, { text: true });
-      clear(viewer).append(h('h3', {}, filePath), filePath.endsWith('.md')
+      append(clear(viewer), h('h3', {}, filePath), filePath.endsWith('.md')
         ? h('div', { class: 'markdown' }, markdown(filePath === 'SKILL.md' ? withoutFrontMatter(text) : text))
         : h('pre', {}, text));
-    } catch (exc) { clear(viewer).append(h('p', { class: 'error' }, describe(exc))); }
+    } catch (exc) { append(clear(viewer), h('p', { class: 'error' }, describe(exc))); }
   };
   for (const file of crd.spec.files || []) {
     const open = h('button', { type: 'button', class: 'link' }, file.path);
@@ -147,7 +147,7 @@ export async function skillView(main, namespace, name, me) {
     }
   } catch (exc) { versions.append(h('li', { class: 'error' }, describe(exc))); }
   const replace = (file) => api(path, { method: 'PUT', body: file, headers: { 'Content-Type': 'application/zip' } });
-  clear(main).append(
+  append(clear(main), 
     h('p', {}, h('a', { href: '#/skills' }, '← Skills')),
     h('h1', {}, name, status.public ? h('span', { class: 'tag' }, 'public') : null, status.enabled === false ? h('span', { class: 'tag' }, 'disabled') : null),
     h('p', {}, crd.spec.description),

@@ -14,13 +14,15 @@ from typing import Any
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 from backend.app import create_asgi_app
 from backend.config import Settings
 from tests.backend.chat.conftest import LOOPBACK_ALLOW
 from tests.support.browser import require_browser, require_console_packages
 from tests.support.live import live_server
+
+expect.set_options(timeout=20_000)  # a loaded CI machine: waits, never asserts on speed
 
 ADMIN_TOKEN = "console-browser-tests-admin-token-0123456789"
 WIDTHS = {"desktop": 1280, "phone": 360}
@@ -29,7 +31,7 @@ GUARD_SCRIPT = """
 window.__pwned = false;
 window.__violations = [];
 document.addEventListener('securitypolicyviolation',
-  (e) => window.__violations.push(e.violatedDirective + ' ' + (e.blockedURI || '')));
+  (e) => window.__violations.push([e.violatedDirective, e.blockedURI, e.sourceFile, e.lineNumber, e.sample].join(' ')));
 """
 
 
