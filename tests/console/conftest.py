@@ -31,7 +31,8 @@ GUARD_SCRIPT = """
 window.__pwned = false;
 window.__violations = [];
 document.addEventListener('securitypolicyviolation',
-  (e) => window.__violations.push([e.violatedDirective, e.blockedURI, e.sourceFile, e.lineNumber, e.sample].join(' ')));
+  (e) => window.__violations.push(
+    [e.violatedDirective, e.blockedURI, e.sourceFile, e.lineNumber, e.sample].join(' ')));
 """
 
 
@@ -79,7 +80,9 @@ class Gateway:
 
     def api(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         headers = {**self.headers, **kwargs.pop("headers", {})}
-        return httpx.request(method, f"{self.url}/api/v1{path}", headers=headers, timeout=30, **kwargs)
+        return httpx.request(
+            method, f"{self.url}/api/v1{path}", headers=headers, timeout=30, **kwargs
+        )
 
 
 @pytest.fixture
@@ -153,7 +156,8 @@ def drop_file(page: Page, selector: str, name: str, data: bytes) -> None:
           const transfer = new DataTransfer();
           transfer.items.add(new File([new Uint8Array(bytes)], name, {type: 'application/zip'}));
           for (const type of ['dragenter', 'dragover', 'drop']) {
-            zone.dispatchEvent(new DragEvent(type, {dataTransfer: transfer, bubbles: true, cancelable: true}));
+            const init = {dataTransfer: transfer, bubbles: true, cancelable: true};
+            zone.dispatchEvent(new DragEvent(type, init));
           }
         }""",
         [name, list(data)],

@@ -95,10 +95,19 @@ def test_a_form_is_validated_and_its_answers_reach_the_tool(
     console.sign_in(gateway.token)
     console.open(f"/chat/{cid}")
     questions = [
-        {"id": "target", "label": "Where to deploy?", "type": "choice",
-         "choices": ["staging", "production"]},
-        {"id": "checks", "label": "Which checks?", "type": "multi_choice",
-         "choices": ["lint", "tests", "bench"], "required": False},
+        {
+            "id": "target",
+            "label": "Where to deploy?",
+            "type": "choice",
+            "choices": ["staging", "production"],
+        },
+        {
+            "id": "checks",
+            "label": "Which checks?",
+            "type": "multi_choice",
+            "choices": ["lint", "tests", "bench"],
+            "required": False,
+        },
         {"id": "note", "label": "Anything else?", "type": "text", "required": False},
     ]
     openai_server.script(

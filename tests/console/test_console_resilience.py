@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import threading
 import time
+
 import pytest
 from playwright.sync_api import expect
 
@@ -100,11 +101,17 @@ def test_hostile_strings_stay_inert_everywhere(
         description=f'"{description}"',
         files={"notes.md": f"# Notes\n\n{PAYLOAD}\n\n[click](javascript:window.__pwned=1)\n"},
     ).replace(b"Do the thing.", PAYLOAD.encode())
-    stored = gateway.api("POST", "/namespaces/default/skills", content=hostile,
-                         headers={"Content-Type": "application/zip"})
+    stored = gateway.api(
+        "POST",
+        "/namespaces/default/skills",
+        content=hostile,
+        headers={"Content-Type": "application/zip"},
+    )
     assert stored.status_code == 201, stored.text
     cid = scripted_conversation(gateway, openai_server, "mermaid-diagram")
-    titled = gateway.api("POST", "/conversations", json={"ghost": "default/artist", "title": PAYLOAD})
+    titled = gateway.api(
+        "POST", "/conversations", json={"ghost": "default/artist", "title": PAYLOAD}
+    )
     assert titled.status_code == 201, titled.text
 
     console.sign_in(gateway.token)
@@ -124,8 +131,9 @@ def test_hostile_strings_stay_inert_everywhere(
     console.open(f"/chat/{cid}")
     openai_server.script(
         Reply(tool_calls=[ToolCall("load_skill", {"skill_name": "mermaid-diagram"})]),
-        Reply(tool_calls=[ToolCall("render_mermaid",
-                                   {"code": f'graph TD; A["{description}"]-->B'})]),
+        Reply(
+            tool_calls=[ToolCall("render_mermaid", {"code": f'graph TD; A["{description}"]-->B'})]
+        ),
         Reply(text=f"Model says {PAYLOAD} and [a link](javascript:window.__pwned=1)"),
     )
     send(console, PAYLOAD)

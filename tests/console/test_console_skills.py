@@ -47,8 +47,12 @@ def test_upload_shows_warnings_and_refusals_by_code(
     screenshots(console.page, artifacts, "skills-upload")
 
     broken = zips.build({"notes.txt": "no SKILL.md here"}, folder="broken")
-    refused = gateway.api("POST", "/namespaces/default/skills", content=broken,
-                          headers={"Content-Type": "application/zip"})
+    refused = gateway.api(
+        "POST",
+        "/namespaces/default/skills",
+        content=broken,
+        headers={"Content-Type": "application/zip"},
+    )
     assert refused.status_code == 422
     error = refused.json()["error"]
     drop_file(console.page, ".drop", "broken.zip", broken)
@@ -63,14 +67,16 @@ def test_upload_shows_warnings_and_refusals_by_code(
     screenshots(console.page, artifacts, "skill-detail")
     console.page.get_by_role("button", name="Disable").click()
     expect(console.page.get_by_role("button", name="Enable")).to_be_visible()
-    assert gateway.api("GET", "/namespaces/default/skills/weather-report").json()["status"][
-        "enabled"
-    ] is False
+    assert (
+        gateway.api("GET", "/namespaces/default/skills/weather-report").json()["status"]["enabled"]
+        is False
+    )
     console.page.get_by_role("button", name="Enable").click()
     expect(console.page.get_by_role("button", name="Disable")).to_be_visible()
 
-    created = gateway.api("POST", "/apply", content=GHOST_YAML,
-                          headers={"Content-Type": "application/yaml"})
+    created = gateway.api(
+        "POST", "/apply", content=GHOST_YAML, headers={"Content-Type": "application/yaml"}
+    )
     assert created.status_code == 200, created.text
     console.page.once("dialog", lambda dialog: dialog.accept())
     console.page.get_by_role("button", name="Delete").click()
@@ -83,13 +89,17 @@ def test_upload_shows_warnings_and_refusals_by_code(
 def test_a_ghost_made_in_the_editor_chats_and_loads_a_skill(
     console: Console, gateway: Gateway, artifacts: Path
 ) -> None:
-    uploaded = gateway.api("POST", "/namespaces/default/skills", content=weather_zip(),
-                           headers={"Content-Type": "application/zip"})
+    uploaded = gateway.api(
+        "POST",
+        "/namespaces/default/skills",
+        content=weather_zip(),
+        headers={"Content-Type": "application/zip"},
+    )
     assert uploaded.status_code == 201, uploaded.text
     console.sign_in(gateway.token)
     console.open("/ghosts")
     editor = console.page.get_by_label("Ghost (YAML or JSON)")
-    editor.fill(GHOST_YAML.replace("offline", "no-such-model-kind: [").replace("[weather", "[weather"))
+    editor.fill(GHOST_YAML + "  broken: [\n")
     console.page.get_by_role("button", name="Apply").click()
     expect(console.page.locator(".field-errors li").first).to_contain_text("invalid_yaml")
     expect(editor).to_have_attribute("aria-invalid", "true")
@@ -101,7 +111,9 @@ def test_a_ghost_made_in_the_editor_chats_and_loads_a_skill(
     console.open("/chat")
     console.page.get_by_label("Ghost").select_option("default/forecaster")
     console.page.get_by_role("button", name="New conversation").click()
-    console.page.get_by_role("textbox", name="Message").fill("What is the weather report for Paris?")
+    console.page.get_by_role("textbox", name="Message").fill(
+        "What is the weather report for Paris?"
+    )
     console.page.get_by_role("button", name="Send").click()
     answer = console.page.locator(".message.assistant.status-ok")
     expect(answer.locator(".skill-loaded")).to_contain_text("weather-report")

@@ -53,7 +53,7 @@ def require_console_packages() -> None:
         return
     npm = shutil.which("npm")
     if npm is None:
-        unavailable(f"console/node_modules is missing and there is no npm to run `{INSTALL_COMMAND}`")
+        unavailable(f"console/node_modules is missing, and no npm to run `{INSTALL_COMMAND}`")
     assert npm is not None
     done = subprocess.run(
         [npm, "ci", "--prefix", str(CONSOLE), "--no-audit", "--no-fund"],
