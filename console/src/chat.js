@@ -90,10 +90,11 @@ async function openConversation(panel, id) {
   const send = h('button', { type: 'submit' }, 'Send');
   const stop = h('button', { type: 'button', class: 'secondary', disabled: true }, 'Stop');
   const composer = h('form', { class: 'composer' }, field('Message', input, 'Ctrl+Enter sends'), h('div', { class: 'actions' }, send, stop));
-  panel.append(h('h2', {}, conversation.title || 'Untitled', h('small', {}, ` with ${conversation.ghost}`)), transcript, composer);
+  panel.append(titleBar(conversation), transcript, composer);
   active = { id, transcript, send, stop, turn: null };
   await call('conversation:join', { conversation_id: id });
   await loadHistory(active);
+  transcript.dataset.ready = 'true'; // in the room: this view hears the conversation's events
   input.addEventListener('keydown', (event) => {
     if (event.key === 'Enter' && (event.ctrlKey || event.metaKey)) composer.requestSubmit();
   });
@@ -116,6 +117,28 @@ async function openConversation(panel, id) {
     const ack = await call('chat:cancel', { conversation_id: id });
     if (!ack.ok) announce(`Stop refused: ${ack.error.code}`, 'error');
   });
+}
+
+/** The conversation's title, with a rename form behind a button. */
+function titleBar(conversation) {
+  const heading = h('h2', {}, conversation.title || 'Untitled', h('small', {}, ` with ${conversation.ghost}`));
+  const title = h('input', { name: 'title', value: conversation.title, maxlength: 80, required: true });
+  const error = h('small', { class: 'field-error', 'aria-live': 'polite' });
+  const form = h('form', { class: 'rename', hidden: true }, field('Title', title), error,
+    h('div', { class: 'actions' }, h('button', { type: 'submit' }, 'Save title'),
+      h('button', { type: 'button', class: 'secondary', onclick: () => { form.hidden = true; rename.focus(); } }, 'Cancel')));
+  const rename = h('button', { type: 'button', class: 'secondary' }, 'Rename');
+  rename.addEventListener('click', () => { form.hidden = false; title.focus(); });
+  form.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    try {
+      const saved = await api(`/conversations/${enc(conversation.id)}`, { method: 'PATCH', json: { title: title.value } });
+      await chatView(document.querySelector('#main .view') || document.getElementById('main'), saved.id);
+    } catch (exc) {
+      error.textContent = describe(exc);
+    }
+  });
+  return h('div', { class: 'title-bar' }, heading, rename, form);
 }
 
 /** The stored messages; a user message without an answer means a turn is running. */

@@ -125,4 +125,17 @@ def test_a_ghost_made_in_the_editor_chats_and_loads_a_skill(
 
     stored = gateway.api("GET", "/conversations").json()["items"]
     assert [c["ghost"] for c in stored] == ["default/forecaster"]
+
+    console.page.get_by_role("button", name="Rename").click()
+    console.page.get_by_label("Title").fill("Paris weather")
+    console.page.get_by_label("Title").press("Enter")
+    expect(console.page.get_by_role("heading", name="Paris weather")).to_be_visible()
+    expect(console.page.get_by_role("link", name="Paris weather")).to_be_visible()
+    assert gateway.api("GET", f"/conversations/{stored[0]['id']}").json()["title"] == (
+        "Paris weather"
+    )
+    console.page.once("dialog", lambda dialog: dialog.accept())
+    console.page.get_by_role("button", name="Delete conversation Paris weather").click()
+    expect(console.page.get_by_text("No conversations yet.")).to_be_visible()
+    assert gateway.api("GET", "/conversations").json()["items"] == []
     assert console.errors == []
