@@ -23,8 +23,20 @@ def test_sign_in_keeps_the_token_in_session_storage_only(
     console.page.get_by_role("button", name="Sign in").click()
     expect(console.page.locator(".signin .error")).to_contain_text("invalid_token")
 
-    console.sign_in(gateway.token)
+    # by keyboard alone: the token field has focus, Enter submits
+    token = console.page.get_by_label("API token")
+    token.fill("")
+    expect(token).to_be_focused()
+    console.page.keyboard.type(gateway.token)
+    console.page.keyboard.press("Enter")
     expect(console.page.locator(".me")).to_have_text("admin (admin)")
+    # a view takes focus when it opens; Tab then reaches its first control, with visible focus
+    expect(console.page.get_by_role("button", name="New conversation")).to_be_visible()
+    expect(console.page.locator("main")).to_be_focused()
+    console.page.keyboard.press("Tab")
+    expect(console.page.get_by_label("Ghost")).to_be_focused()
+    outline = "() => getComputedStyle(document.activeElement).outlineStyle"
+    assert console.page.evaluate(outline) == "solid"
     stored = console.page.evaluate("() => sessionStorage.getItem('skillhive.token')")
     assert stored == gateway.token
     assert gateway.token not in console.page.url

@@ -18,13 +18,14 @@ REQUIRE = "SKILLHIVE_REQUIRE_BROWSER"
 PACKAGE = "chromium"
 REPO = Path(__file__).resolve().parents[2]
 CONSOLE = REPO / "console"
+DEBIAN_PATH = Path("/usr/bin/chromium")  # where the package puts it, if PATH does not say
 
 
 def chromium_path() -> str | None:
     """Debian's Chromium binary, or None."""
     found = shutil.which("chromium") or shutil.which("chromium-browser")
-    if found is None and Path("/usr/bin/chromium").is_file():
-        found = "/usr/bin/chromium"
+    if found is None and DEBIAN_PATH.is_file():
+        found = str(DEBIAN_PATH)
     return found
 
 
