@@ -258,16 +258,21 @@ function bindSocket(socket) {
     };
     handleSkillRequest(request, place);
   });
-  onReconnect(async () => {
-    if (!active) return;
-    const view = active;
-    await call('conversation:join', { conversation_id: view.id });
-    try {
-      await loadHistory(view); // events sent while away are in the stored messages
-    } catch (exc) {
-      announce(describe(exc), 'error');
-    }
-  });
+  if (!reconnectBound) onReconnect(resume);
+  reconnectBound = true;
+}
+
+let reconnectBound = false;
+/** After a reconnect: back into the room, then the stored messages fill in what was missed. */
+async function resume() {
+  if (!active) return;
+  const view = active;
+  await call('conversation:join', { conversation_id: view.id });
+  try {
+    await loadHistory(view); // events sent while away are in the stored messages
+  } catch (exc) {
+    announce(describe(exc), 'error');
+  }
 }
 
 function finish(data, message, error) {

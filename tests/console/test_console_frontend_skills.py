@@ -42,7 +42,9 @@ def tool_results(openai_server: FakeOpenAIServer) -> list[str]:
 
 
 def send(console: Console, text: str) -> None:
-    """Type a message and send it from the keyboard (Ctrl+Enter)."""
+    """Type a message and send it from the keyboard (Ctrl+Enter), once the view is in its
+    conversation's room."""
+    expect(console.page.locator(".transcript[data-ready]")).to_have_count(1)
     box = console.page.get_by_role("textbox", name="Message")
     box.fill(text)
     box.press("Control+Enter")

@@ -8,6 +8,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.console.conftest import Console, Gateway, drop_file, screenshots
+from tests.console.test_console_frontend_skills import send
 from tests.support import zips
 
 pytestmark = [pytest.mark.slow, pytest.mark.parametrize("db_backend", ["sqlite"], indirect=True)]
@@ -111,10 +112,7 @@ def test_a_ghost_made_in_the_editor_chats_and_loads_a_skill(
     console.open("/chat")
     console.page.get_by_label("Ghost").select_option("default/forecaster")
     console.page.get_by_role("button", name="New conversation").click()
-    console.page.get_by_role("textbox", name="Message").fill(
-        "What is the weather report for Paris?"
-    )
-    console.page.get_by_role("button", name="Send").click()
+    send(console, "What is the weather report for Paris?")
     answer = console.page.locator(".message.assistant.status-ok")
     expect(answer.locator(".skill-loaded")).to_contain_text("weather-report")
     expect(answer.locator(".text")).to_contain_text("Active skills: weather-report")
