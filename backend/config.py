@@ -27,6 +27,7 @@ NON_SERVER_VARIABLES = frozenset(
     | {"SKILLHIVE_NAMESPACE"}  # the CLI client's default namespace (backend.client.config)
     | {"SKILLHIVE_CORPUS_DIR", "SKILLHIVE_REQUIRE_CORPUS"}
     | {"SKILLHIVE_REQUIRE_SANDBOX"}
+    | {"SKILLHIVE_REQUIRE_BROWSER", "SKILLHIVE_TEST_ARTIFACTS"}  # the console's browser tests
 )
 
 
