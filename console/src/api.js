@@ -33,7 +33,7 @@ export async function api(path, { method = 'GET', json, body, headers = {}, text
   }
   let response;
   try {
-    response = await fetch(`/api/v1${path}`, { method, headers: sent, body, credentials: 'omit' });
+    response = await fetch(`/api/v1${path}`, { method, headers: sent, body, credentials: 'omit', cache: 'no-store' });
   } catch (exc) {
     throw new ApiError(0, { error: { code: 'network_error', message: 'the service cannot be reached' } });
   }

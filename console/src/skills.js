@@ -27,7 +27,7 @@ function uploadProblems(exc) {
 }
 
 /** A drop zone plus file picker; `upload(file)` returns the stored CRD or throws. */
-function dropZone(label, upload, report) {
+function dropZone(label, upload, report, onStored) {
   const input = h('input', { type: 'file', accept: '.zip,application/zip', class: 'visually-hidden' });
   const zone = h('div', { class: 'drop', tabindex: 0, role: 'button', 'aria-label': `${label}: drop a ZIP here or press Enter to choose one` },
     h('span', {}, `${label}: drop a skill ZIP here, or choose one`), input);
@@ -39,6 +39,7 @@ function dropZone(label, upload, report) {
       const warnings = (crd.status?.warnings || []).map((w) => ({ code: w.code, message: w.message, entry: w.entry }));
       append(clear(report), h('p', { class: 'ok' }, 'Stored ', h('a', { href: `#/skills/${enc(crd.metadata.namespace || 'public')}/${enc(crd.metadata.name)}` }, crd.metadata.name),
         ` (version ${crd.metadata.resourceVersion ?? '?'})`), problemList('Warnings', warnings));
+      if (onStored) await onStored(crd);
     } catch (exc) {
       append(clear(report), problemList('Refused', uploadProblems(exc)));
     }
@@ -154,7 +155,10 @@ export async function skillView(main, namespace, name, me) {
     problemList('Warnings', (status.warnings || []).map((w) => ({ code: w.code, message: w.message }))),
     editable ? h('div', { class: 'actions' }, toggle, remove) : null,
     report,
-    editable ? dropZone('Replace', replace, report) : null,
+    editable ? dropZone('Replace', replace, report, async () => {
+      announce(`Replaced ${name}`);
+      await skillView(main, namespace, name, me);
+    }) : null,
     h('div', { class: 'split' }, h('section', { 'aria-label': 'Files' }, h('h2', {}, 'Files'), files), viewer),
     h('h2', {}, 'Versions'), versions);
   await showFile('SKILL.md');

@@ -75,6 +75,19 @@ def test_upload_shows_warnings_and_refusals_by_code(
     console.page.get_by_role("button", name="Enable").click()
     expect(console.page.get_by_role("button", name="Disable")).to_be_visible()
 
+    # replace (a new version), then roll back to the first: a third version with its package
+    md = zips.skill_md("weather-report", "Writes a weather report for a city.")
+    v2 = zips.build({"SKILL.md": md.replace("Do the thing.", "Two.")}, folder="weather-report")
+    drop_file(console.page, ".drop", "v2.zip", v2)
+    expect(console.page.locator(".versions li")).to_have_count(2)
+    expect(console.page.locator(".viewer .markdown p")).to_have_text("Two.")
+    console.page.get_by_role("button", name="Roll back to 1").click()
+    expect(console.page.locator(".versions li")).to_have_count(3)
+    expect(console.page.locator(".viewer .markdown p")).to_have_text("Do the thing.")
+    versions = gateway.api("GET", "/namespaces/default/skills/weather-report/versions").json()
+    assert [v["version"] for v in versions["items"]] == [3, 2, 1]
+    assert versions["items"][0]["sha256"] == versions["items"][2]["sha256"]
+
     created = gateway.api(
         "POST", "/apply", content=GHOST_YAML, headers={"Content-Type": "application/yaml"}
     )
