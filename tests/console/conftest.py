@@ -43,8 +43,10 @@ def chromium() -> str:
     return path
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser(chromium: str) -> Iterator[Browser]:
+    # Per module, not per session: Playwright's sync API keeps an event loop running (in a
+    # greenlet) while it lives, which would break every async test collected after tests/console.
     with sync_playwright() as playwright:
         launched = playwright.chromium.launch(executable_path=chromium)
         yield launched
