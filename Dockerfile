@@ -9,6 +9,21 @@ COPY chat_shell chat_shell
 RUN python -m venv /opt/venv \
     && /opt/venv/bin/pip install -c constraints.txt .
 
+# Console stage: the web console's npm packages, installed from its lockfile (never committed).
+# Only the browser bundles the gateway serves (`VENDOR` in backend/api/console.py) are kept.
+FROM node:20-slim AS console
+WORKDIR /console
+COPY console/package.json console/package-lock.json ./
+RUN npm ci --no-audit --no-fund \
+    && mkdir /bundles \
+    && for f in socket.io-client/dist/socket.io.esm.min.js dompurify/dist/purify.es.mjs \
+                marked/lib/marked.esm.js mermaid/dist/mermaid.min.js; do \
+         mkdir -p "/bundles/$(dirname "$f")" && cp "node_modules/$f" "/bundles/$f"; \
+       done \
+    && rm -rf node_modules && mv /bundles node_modules
+COPY console/index.html console/styles.css ./
+COPY console/src src
+
 # Runtime stage: the virtualenv, migrations and built-in skills; runs as a non-root user.
 FROM python:3.11-slim AS runtime
 # bubblewrap: the sandbox for skill scripts (docker-compose.sandbox.yml says what it needs).
@@ -20,6 +35,7 @@ WORKDIR /app
 COPY alembic.ini ./
 COPY migrations migrations
 COPY skills skills
+COPY --from=console /console console
 RUN mkdir -p /app/data && chown skillhive:skillhive /app/data
 ENV PATH=/opt/venv/bin:$PATH \
     PYTHONUNBUFFERED=1 \

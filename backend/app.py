@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from backend.api.access_log import AccessLogMiddleware
 from backend.api.body_limits import BodyLimitMiddleware
+from backend.api.console import console_router
 from backend.api.errors import errors, install_error_handlers
 from backend.api.routes import (
     apply,
@@ -185,6 +186,7 @@ def create_app(
     if settings.metrics and settings.metrics_port is None:  # else on their own port, or off
         app.include_router(prometheus.router)
     app.include_router(_api_router())
+    app.include_router(console_router(settings))  # the web console at `/`
     return app
 
 

@@ -27,6 +27,7 @@ NON_SERVER_VARIABLES = frozenset(
     | {"SKILLHIVE_NAMESPACE"}  # the CLI client's default namespace (backend.client.config)
     | {"SKILLHIVE_CORPUS_DIR", "SKILLHIVE_REQUIRE_CORPUS"}
     | {"SKILLHIVE_REQUIRE_SANDBOX"}
+    | {"SKILLHIVE_REQUIRE_BROWSER", "SKILLHIVE_TEST_ARTIFACTS"}  # the console's browser tests
 )
 
 
@@ -125,6 +126,11 @@ class Settings(BaseSettings):
     )
     builtin_skills_dir: Path | None = Field(
         None, description="Folder of built-in public skills; unset: `skills/` of the install."
+    )
+    console_dir: Path | None = Field(
+        None,
+        description="The web console's folder (index.html, src/, node_modules/); unset: "
+        "`console/` of the install.",
     )
     skill_versions_retain: int = Field(
         20, ge=1, description="Package versions kept per skill (Ghost-pinned ones always)."

@@ -14,6 +14,7 @@ from docker.utils.build import exclude_paths
 from typer.testing import CliRunner
 
 from backend import heartbeat
+from backend.api.console import VENDOR
 from backend.cli import app
 from backend.config import Settings, get_settings
 from tests.support import compose
@@ -179,6 +180,17 @@ def test_dockerfile_is_multi_stage_non_root_with_readiness_check() -> None:
         assert (ROOT / path).exists(), f"Dockerfile copies missing {path}"
 
 
+def test_the_image_builds_the_console_and_keeps_exactly_the_bundles_it_serves() -> None:
+    text = (ROOT / "Dockerfile").read_text()
+    stage = text[text.index("AS console") : text.index("AS runtime")]
+    assert "COPY console/package.json console/package-lock.json" in stage
+    assert re.search(r"RUN npm ci\b", stage)
+    kept = re.search(r"for f in (.*?); do", stage, re.S)
+    assert kept is not None
+    assert sorted(kept.group(1).replace("\\", " ").split()) == sorted(VENDOR.values())
+    assert re.search(r"^COPY --from=console /console console$", text, re.M)
+
+
 HOSTILE = [
     "data/secrets.key",
     "data/skillhive.db",
@@ -191,6 +203,7 @@ HOSTILE = [
     ".ruff_cache/x",
     "skillhive.egg-info/PKG-INFO",
     "node_modules/x/index.js",
+    "console/node_modules/mermaid/dist/mermaid.min.js",
     "tests/test_x.py",
     "backend/__pycache__/app.cpython-311.pyc",
     "chat_shell/agent/__pycache__/graph.cpython-311.pyc",
@@ -220,4 +233,5 @@ def test_build_context_of_this_checkout_leaves_out_venv_data_and_caches() -> Non
     context = exclude_paths(str(ROOT), _dockerignore())
     assert "backend/app.py" in context and "pyproject.toml" in context
     leaked = [p for p in context if p.split("/")[0] in {".venv", "data", ".git", ".env"}]
+    leaked += [p for p in context if p.startswith("console/node_modules/")]
     assert leaked == [] and not any("__pycache__" in p for p in context)

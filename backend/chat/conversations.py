@@ -41,6 +41,16 @@ async def create(session: AsyncSession, user_id: int, ghost: str, title: str) ->
     return conversation
 
 
+async def rename(
+    session: AsyncSession, user_id: int, conversation_id: str, title: str
+) -> Conversation:
+    """Set the title of the user's conversation (404 if it is not theirs)."""
+    conversation = await get(session, user_id, conversation_id)
+    conversation.title = title[:TITLE_CHARS]
+    await session.flush()
+    return conversation
+
+
 async def get(session: AsyncSession, user_id: int, conversation_id: str) -> Conversation:
     found = await session.scalar(
         select(Conversation).where(

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import JSONResponse, StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.api.deps import ChatDep, CurrentUser, SessionDep, TransportDep
@@ -29,6 +29,16 @@ router = APIRouter(prefix="/conversations", tags=["conversations"])
 class ConversationCreate(BaseModel):
     ghost: str = Field(min_length=3, max_length=140, description='"ns/name" or "public/name"')
     title: str | None = Field(None, max_length=conversations.TITLE_CHARS)
+
+
+Title = Annotated[
+    str,
+    StringConstraints(strip_whitespace=True, min_length=1, max_length=conversations.TITLE_CHARS),
+]
+
+
+class ConversationRename(BaseModel):
+    title: Title
 
 
 class ConversationUsage(BaseModel):
@@ -145,6 +155,16 @@ async def get_conversation(
     conversation_id: str, user: CurrentUser, session: SessionDep
 ) -> ConversationOut:
     row = await conversations.get(session, user.id, conversation_id)
+    return (await _with_usage(session, [row]))[0]
+
+
+@router.patch("/{conversation_id}", responses={**_NOT_FOUND, **errors(422)})
+async def rename_conversation(
+    conversation_id: str, body: ConversationRename, user: CurrentUser, session: SessionDep
+) -> ConversationOut:
+    """Change the conversation's title."""
+    row = await conversations.rename(session, user.id, conversation_id, body.title)
+    await session.commit()
     return (await _with_usage(session, [row]))[0]
 
 

@@ -460,6 +460,10 @@ async def _chat(
     expect(await c.get(f"{conversations}?limit=0", headers=h), 422)
     expect(await c.get(one, headers=h), 200)
     expect(await c.get(f"{conversations}/nope", headers=h), 404)
+    renamed = expect(await c.patch(one, json={"title": "  Renamed  "}, headers=h), 200)
+    assert renamed.json()["title"] == "Renamed"
+    expect(await c.patch(one, json={"title": " "}, headers=h), 422)
+    expect(await c.patch(f"{conversations}/nope", json={"title": "x"}, headers=h), 404)
     openai_server.script(Reply(text="Hello."))
     answer = expect(await c.post(f"{one}/messages", json={"content": "hi"}, headers=h), 200)
     assert answer.json()["content"] == "Hello."

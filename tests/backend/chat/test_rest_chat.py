@@ -288,6 +288,7 @@ async def test_conversations_are_private(
     cid = await chat.conversation(client)
     for method, path, body in [
         ("GET", f"/api/v1/conversations/{cid}", None),
+        ("PATCH", f"/api/v1/conversations/{cid}", {"title": "mine now"}),
         ("DELETE", f"/api/v1/conversations/{cid}", None),
         ("GET", f"/api/v1/conversations/{cid}/messages", None),
         ("POST", f"/api/v1/conversations/{cid}/messages", {"content": "hi"}),
@@ -302,6 +303,7 @@ async def test_conversations_are_private(
     assert (await client.get("/api/v1/conversations", headers=bob.headers)).json()["items"] == []
     mine = await client.get("/api/v1/conversations", headers=chat.account.headers)
     assert [c["id"] for c in mine.json()["items"]] == [cid]
+    assert mine.json()["items"][0]["title"] != "mine now"
     assert (
         await client.delete(f"/api/v1/conversations/{cid}", headers=chat.account.headers)
     ).status_code == 204
