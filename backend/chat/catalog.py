@@ -65,21 +65,16 @@ class SkillSpecCache:
         self, session: AsyncSession, kind_id: int, sha256: str, public: bool
     ) -> SkillSpec:
         key = (sha256, public)
-        cached = self._entries.get(key)
+        cached = self._lookup(key)
         if cached is not None:
-            self._entries.move_to_end(key)
-            self.hits += 1
             return cached
-        self.misses += 1
         crd = await session.scalar(select(Kind.json).where(Kind.id == kind_id))
         if crd is None:  # deleted since the index was read
             raise SkillhiveError("the skill was deleted meanwhile", code="skill_not_found")
         skill = stored(Skill, crd)  # validated once per package: later turns hit the cache
         spec = skill_spec(skill)
         if skill.status.sha256 == sha256:  # not replaced since the index was read
-            self._entries[key] = spec
-            if len(self._entries) > self._max:
-                self._entries.popitem(last=False)
+            self._remember(key, spec)
         return spec
 
     async def get_version(
@@ -100,17 +95,26 @@ class SkillSpecCache:
                 details={"version": number},
             )
         key = (sha256, public)
-        cached = self._entries.get(key)
+        cached = self._lookup(key)
         if cached is not None:
-            self._entries.move_to_end(key)
-            self.hits += 1
             return cached
-        self.misses += 1
         spec = skill_spec(stored(Skill, await versions.crd_of(session, kind_id, number)))
+        self._remember(key, spec)
+        return spec
+
+    def _lookup(self, key: tuple[str, bool]) -> SkillSpec | None:
+        cached = self._entries.get(key)
+        if cached is None:
+            self.misses += 1
+            return None
+        self._entries.move_to_end(key)
+        self.hits += 1
+        return cached
+
+    def _remember(self, key: tuple[str, bool], spec: SkillSpec) -> None:
         self._entries[key] = spec
         if len(self._entries) > self._max:
             self._entries.popitem(last=False)
-        return spec
 
 
 _ENTRY_COLUMNS = (
