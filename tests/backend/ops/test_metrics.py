@@ -11,6 +11,7 @@ from fastapi import FastAPI
 from prometheus_client.parser import text_string_to_metric_families
 from pydantic import SecretStr
 
+from backend.api.console import console_router
 from backend.app import create_app
 from backend.config import Settings
 from backend.ops import metrics
@@ -103,6 +104,8 @@ async def _user_turn(client: httpx.AsyncClient, account: Account, skill: str) ->
 
 def _allowed_label_values(app: FastAPI) -> dict[str, set[str]]:
     templates = set(app.openapi()["paths"]) | {getattr(r, "path", "") for r in app.routes}
+    # the console's pages are routes too, left out of the API document
+    templates |= {getattr(r, "path_format", "") for r in console_router(app.state.settings).routes}
     templates |= {metrics.UNMATCHED_ROUTE}
     return {
         "route": templates,
