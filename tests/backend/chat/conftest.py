@@ -51,6 +51,31 @@ def ghost_crd(name: str, *, model: dict[str, Any], **spec: Any) -> dict[str, Any
     }
 
 
+async def scripted_conversation(
+    client: httpx.AsyncClient,
+    account: Account,
+    server: FakeOpenAIServer,
+    skill: str,
+    *,
+    ghost: str = "runner",
+) -> str:
+    """A new conversation with Ghost `ghost` using `skill`, on the scripted model server (its
+    key stored as the account's secret `MODEL_KEY`); the conversation's id."""
+    secret = await client.put(
+        "/api/v1/secrets/MODEL_KEY", json={"value": "sk-test"}, headers=account.headers
+    )
+    assert secret.status_code in (201, 204)
+    model = {"name": "scripted", "baseUrl": server.base_url, "apiKeySecret": "MODEL_KEY"}
+    body = ghost_crd(ghost, model=model, skills=[skill])
+    made = await client.post("/api/v1/namespaces/dev/ghosts", json=body, headers=account.headers)
+    assert made.status_code == 201, made.text
+    created = await client.post(
+        "/api/v1/conversations", json={"ghost": f"dev/{ghost}"}, headers=account.headers
+    )
+    assert created.status_code == 201, created.text
+    return str(created.json()["id"])
+
+
 async def make_setup(
     client: httpx.AsyncClient,
     account: Account,

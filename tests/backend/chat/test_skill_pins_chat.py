@@ -16,7 +16,7 @@ from backend.chat.transport.envelope import TurnEvent, dumps, loads
 from backend.db.models import ConversationSkill
 from backend.ws.rooms import socketio_event
 from tests.backend.api.skill_helpers import upload
-from tests.backend.chat.conftest import ghost_crd
+from tests.backend.chat.conftest import ghost_crd, scripted_conversation
 from tests.backend.chat.test_rest_chat import load, parse_sse, system_prompt
 from tests.conftest import Account
 from tests.fake_openai_server import FakeOpenAIServer, Reply
@@ -45,24 +45,6 @@ async def release(client: httpx.AsyncClient, account: Account, n: int) -> None:
     assert response.status_code == 200, response.text
 
 
-async def chat_with(
-    client: httpx.AsyncClient, account: Account, server: FakeOpenAIServer, skill: str
-) -> str:
-    secret = await client.put(
-        "/api/v1/secrets/MODEL_KEY", json={"value": "sk-test"}, headers=account.headers
-    )
-    assert secret.status_code in (201, 204)
-    model = {"name": "scripted", "baseUrl": server.base_url, "apiKeySecret": "MODEL_KEY"}
-    body = ghost_crd("former", model=model, skills=[skill])
-    made = await client.post("/api/v1/namespaces/dev/ghosts", json=body, headers=account.headers)
-    assert made.status_code == 201, made.text
-    created = await client.post(
-        "/api/v1/conversations", json={"ghost": "dev/former"}, headers=account.headers
-    )
-    assert created.status_code == 201, created.text
-    return str(created.json()["id"])
-
-
 async def turn(
     client: httpx.AsyncClient, account: Account, cid: str, text: str
 ) -> list[tuple[str, dict[str, Any]]]:
@@ -88,7 +70,7 @@ async def test_a_pinned_skill_loads_the_pinned_instructions(
 ) -> None:
     await release(client, alice, 1)
     await release(client, alice, 2)
-    cid = await chat_with(client, alice, openai_server, "forms@1")
+    cid = await scripted_conversation(client, alice, openai_server, "forms@1", ghost="former")
     openai_server.script(load("forms"), Reply(text="ok"))
     events = await turn(client, alice, cid, "fill the form")
     loaded = openai_server.requests[1]
@@ -109,7 +91,7 @@ async def test_an_unpinned_skill_uses_the_current_version(
 ) -> None:
     await release(client, alice, 1)
     await release(client, alice, 2)
-    cid = await chat_with(client, alice, openai_server, "forms")
+    cid = await scripted_conversation(client, alice, openai_server, "forms", ghost="former")
     openai_server.script(load("forms"), Reply(text="ok"))
     await turn(client, alice, cid, "fill the form")
     assert instructions(2) in system_prompt(openai_server.requests[1])
@@ -120,7 +102,7 @@ async def test_a_retained_skill_updated_between_turns_is_announced_once(
     client: httpx.AsyncClient, alice: Account, openai_server: FakeOpenAIServer, app: Any
 ) -> None:
     await release(client, alice, 1)
-    cid = await chat_with(client, alice, openai_server, "forms")
+    cid = await scripted_conversation(client, alice, openai_server, "forms", ghost="former")
     openai_server.script(load("forms"), Reply(text="ok"))
     await turn(client, alice, cid, "fill the form")
 
@@ -158,7 +140,7 @@ async def test_moving_the_pin_is_a_change_marked_pinned(
 ) -> None:
     await release(client, alice, 1)
     await release(client, alice, 2)
-    cid = await chat_with(client, alice, openai_server, "forms@1")
+    cid = await scripted_conversation(client, alice, openai_server, "forms@1", ghost="former")
     openai_server.script(load("forms"), Reply(text="ok"))
     await turn(client, alice, cid, "fill the form")
     model = {"name": "scripted", "baseUrl": openai_server.base_url, "apiKeySecret": "MODEL_KEY"}

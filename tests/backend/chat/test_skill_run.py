@@ -15,7 +15,7 @@ from backend.app import create_app
 from backend.auth import service as auth_service
 from backend.config import Settings
 from tests.backend.api.skill_helpers import upload
-from tests.backend.chat.conftest import ghost_crd
+from tests.backend.chat.conftest import scripted_conversation
 from tests.conftest import Account
 from tests.fake_openai_server import FakeOpenAIServer, Reply, ToolCall
 from tests.support import zips
@@ -37,24 +37,6 @@ def runner_skill(name: str) -> bytes:
 
 async def working_sandbox(app: FastAPI) -> None:
     require_sandbox(await app.state.sandbox.availability())
-
-
-async def ghost_with(
-    client: httpx.AsyncClient, account: Account, server: FakeOpenAIServer, skill: str
-) -> str:
-    secret = await client.put(
-        "/api/v1/secrets/MODEL_KEY", json={"value": "sk-test"}, headers=account.headers
-    )
-    assert secret.status_code in (201, 204)
-    model = {"name": "scripted", "baseUrl": server.base_url, "apiKeySecret": "MODEL_KEY"}
-    body = ghost_crd("runner", model=model, skills=[skill])
-    created = await client.post("/api/v1/namespaces/dev/ghosts", json=body, headers=account.headers)
-    assert created.status_code == 201, created.text
-    conversation = await client.post(
-        "/api/v1/conversations", json={"ghost": "dev/runner"}, headers=account.headers
-    )
-    assert conversation.status_code == 201, conversation.text
-    return str(conversation.json()["id"])
 
 
 async def ask(client: httpx.AsyncClient, account: Account, cid: str) -> dict[str, Any]:
@@ -106,7 +88,7 @@ async def test_a_public_skill_runs_its_script(
         headers=admin.headers,
     )
     assert published.status_code == 201, published.text
-    cid = await ghost_with(client, alice, openai_server, "hello-runner")
+    cid = await scripted_conversation(client, alice, openai_server, "hello-runner")
     run_script(openai_server, "hello-runner")
 
     answer = await ask(client, alice, cid)
@@ -123,7 +105,7 @@ async def test_a_users_own_skill_gets_no_skill_run_by_default(
 ) -> None:
     await working_sandbox(app)
     assert (await upload(client, alice.headers, runner_skill("mine"))).status_code == 201
-    cid = await ghost_with(client, alice, openai_server, "mine")
+    cid = await scripted_conversation(client, alice, openai_server, "mine")
     openai_server.script(Reply(text="ok"))
 
     await ask(client, alice, cid)
@@ -150,7 +132,7 @@ async def test_a_users_own_skill_runs_when_the_operator_allows_it(
             await session.commit()
         carol = Account(id=user.id, name="carol", token=issued.secret)
         assert (await upload(client, carol.headers, runner_skill("mine"))).status_code == 201
-        cid = await ghost_with(client, carol, openai_server, "mine")
+        cid = await scripted_conversation(client, carol, openai_server, "mine")
         run_script(openai_server, "mine")
 
         answer = await ask(client, carol, cid)
