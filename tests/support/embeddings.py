@@ -14,42 +14,30 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import threading
 from collections.abc import Callable, Iterable
-from socketserver import ThreadingMixIn
-from types import TracebackType
-from typing import Any, Self
-from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+from typing import Any
+
+from tests.support.wsgi import LoopbackWsgi
 
 DIMENSIONS = 64
-
-
-class _Quiet(WSGIRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base's name
-        pass
-
-
-class _Server(ThreadingMixIn, WSGIServer):
-    daemon_threads = True
 
 
 def _bucket(word: str) -> int:
     return int.from_bytes(hashlib.sha256(word.encode()).digest()[:4], "big") % DIMENSIONS
 
 
-class EmbeddingsServer:
+class EmbeddingsServer(LoopbackWsgi):
     def __init__(self, synonyms: dict[str, str] | None = None) -> None:
         self.synonyms = synonyms or {}
         self.inputs: list[str] = []
         self.authorizations: list[str] = []
         self.status = 200
         self.body: bytes | None = None  # answer with these bytes instead of vectors
-        self._httpd = make_server("127.0.0.1", 0, self._app, _Server, _Quiet)
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        super().__init__()
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+        return f"http://127.0.0.1:{self.port}/v1"
 
     def vector(self, text: str) -> list[float]:
         vector = [0.0] * DIMENSIONS
@@ -75,16 +63,3 @@ class EmbeddingsServer:
             body = json.dumps({"object": "list", "data": data, "model": request["model"]}).encode()
         start("200 OK", [("Content-Type", "application/json")])
         return [body]
-
-    def __enter__(self) -> Self:
-        self._thread.start()
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()

@@ -12,10 +12,8 @@ import os
 import threading
 from collections.abc import Iterable
 from pathlib import Path
-from socketserver import ThreadingMixIn
 from types import TracebackType
-from typing import Any, Self
-from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+from typing import Any
 
 from dulwich import porcelain
 from dulwich.repo import Repo
@@ -23,20 +21,12 @@ from dulwich.server import DictBackend
 from dulwich.web import make_wsgi_chain
 
 from tests.support import zips
+from tests.support.wsgi import LoopbackWsgi
 
 AUTHOR = b"Test <test@example.com>"
 
 
-class _Quiet(WSGIRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base's name
-        pass
-
-
-class _Server(ThreadingMixIn, WSGIServer):
-    daemon_threads = True
-
-
-class SourceServer:
+class SourceServer(LoopbackWsgi):
     def __init__(self) -> None:
         self.files: dict[str, bytes] = {}
         self.redirects: dict[str, str] = {}
@@ -44,19 +34,10 @@ class SourceServer:
         self.held = threading.Event()  # GET /held answers once this is set
         self.requests: list[str] = []
         self.git_app: Any = None  # serves /git/ instead of dulwich's smart-HTTP app when set
-        self._httpd = make_server("127.0.0.1", 0, self._app, _Server, _Quiet)
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
-
-    @property
-    def port(self) -> int:
-        return int(self._httpd.server_address[1])
+        super().__init__()
 
     def url(self, path: str) -> str:
         return f"http://127.0.0.1:{self.port}{path}"
-
-    def __enter__(self) -> Self:
-        self._thread.start()
-        return self
 
     def __exit__(
         self,
@@ -64,10 +45,8 @@ class SourceServer:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self.held.set()
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        self._thread.join(timeout=10)
+        self.held.set()  # a held request ends, so the server can shut down
+        super().__exit__(kind, exc, tb)
 
     def _app(self, environ: dict[str, Any], start: Any) -> Iterable[bytes]:
         path = environ["PATH_INFO"]
