@@ -16,8 +16,8 @@ from backend.app import create_app
 from backend.auth import service as auth_service
 from backend.config import Settings
 from tests.backend.api.test_auth import assert_error
-from tests.backend.chat.conftest import LOOPBACK_ALLOW, ghost_crd
-from tests.backend.chat.test_skill_run import ask, ghost_with, run_result, working_sandbox
+from tests.backend.chat.conftest import LOOPBACK_ALLOW, ghost_crd, scripted_conversation
+from tests.backend.chat.test_skill_run import ask, run_result, working_sandbox
 from tests.conftest import Account
 from tests.fake_openai_server import FakeOpenAIServer, Reply, ToolCall
 from tests.support import zips
@@ -84,7 +84,7 @@ async def reporter_conversation(
     client: httpx.AsyncClient, alice: Account, admin: Account, server: FakeOpenAIServer
 ) -> str:
     await publish(client, admin, reporter_skill())
-    return await ghost_with(client, alice, server, "reporter")
+    return await scripted_conversation(client, alice, server, "reporter")
 
 
 async def test_a_skill_scripts_output_downloads_as_an_artifact_of_its_owner_only(

@@ -19,8 +19,8 @@ from tests.backend.api.test_artifacts_api import (
     script_runs,
 )
 from tests.backend.api.test_auth import assert_error
-from tests.backend.chat.conftest import LOOPBACK_ALLOW, ghost_crd
-from tests.backend.chat.test_skill_run import ghost_with, run_result, working_sandbox
+from tests.backend.chat.conftest import LOOPBACK_ALLOW, ghost_crd, scripted_conversation
+from tests.backend.chat.test_skill_run import run_result, working_sandbox
 from tests.conftest import Account
 from tests.fake_openai_server import FakeOpenAIServer, Reply, ToolCall
 from tests.support import zips
@@ -77,7 +77,7 @@ async def test_a_skill_built_in_the_sandbox_installs_and_loads_in_a_new_conversa
 ) -> None:
     await working_sandbox(app)
     await publish(client, admin, maker_skill())
-    cid = await ghost_with(client, alice, openai_server, "skill-maker")
+    cid = await scripted_conversation(client, alice, openai_server, "skill-maker")
     script_runs(openai_server, "skill-maker", f"python3 $SKILL_DIR/scripts/make.py {form}")
     await ask(client, alice, cid)
     [built] = run_result(openai_server)["output_files"]
@@ -178,7 +178,7 @@ async def test_the_authoring_skill_packages_a_folder_the_agent_wrote_for_install
     app: FastAPI, client: httpx.AsyncClient, alice: Account, openai_server: FakeOpenAIServer
 ) -> None:
     await working_sandbox(app)
-    cid = await ghost_with(client, alice, openai_server, "skillhive-skill-authoring")
+    cid = await scripted_conversation(client, alice, openai_server, "skillhive-skill-authoring")
     write = (
         "mkdir -p hi/.git && printf -- '---\\nname: hi\\ndescription: Says hi.\\n---\\nSay hi.\\n'"
         " > hi/SKILL.md && echo secret > hi/.git/config"
