@@ -28,6 +28,7 @@ NON_SERVER_VARIABLES = frozenset(
     | {"SKILLHIVE_CORPUS_DIR", "SKILLHIVE_REQUIRE_CORPUS"}
     | {"SKILLHIVE_REQUIRE_SANDBOX"}
     | {"SKILLHIVE_REQUIRE_BROWSER", "SKILLHIVE_TEST_ARTIFACTS"}  # the console's browser tests
+    | {"SKILLHIVE_TEST_WORKERS"}  # ./scripts/test: pytest-xdist worker processes
 )
 
 

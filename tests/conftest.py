@@ -10,7 +10,6 @@ from typing import Any
 
 import httpx
 import pytest
-from asgi_lifespan import LifespanManager
 from fastapi import FastAPI
 
 from backend.app import create_app
@@ -18,6 +17,7 @@ from backend.auth import service as auth_service
 from backend.config import Settings
 from tests.fake_openai_server import FakeOpenAIServer
 from tests.support import services
+from tests.support.lifespan import running
 from tests.support.openapi import Contract
 
 BACKENDS = ["sqlite", "postgresql"]
@@ -40,6 +40,20 @@ SLOW_PATHS = (
     "tests/test_readme_quickstart.py",
 )
 
+# Run alone, after the parallel run (`./scripts/test`): the load tests and process clusters, whose
+# bounds (every answer stored, fair slots, heartbeats) assume the machine is not also running three
+# other test processes.
+EXCLUSIVE_PATHS = (
+    "tests/backend/load/",
+    "tests/backend/chat/test_scale_out.py",
+    "tests/backend/test_heartbeat.py",
+    "tests/console/test_console_scale_out.py",
+)
+
+
+def _relative(item: pytest.Item, root: Path) -> str:
+    return item.path.relative_to(root).as_posix() if item.path.is_relative_to(root) else ""
+
 
 def _is_slow(item: pytest.Item, root: Path) -> bool:
     callspec = getattr(item, "callspec", None)
@@ -47,8 +61,7 @@ def _is_slow(item: pytest.Item, root: Path) -> bool:
         return True
     if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
         return True
-    path = item.path.relative_to(root).as_posix() if item.path.is_relative_to(root) else ""
-    return path.startswith(SLOW_PATHS)
+    return _relative(item, root).startswith(SLOW_PATHS)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -56,6 +69,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if _is_slow(item, root):
             item.add_marker(pytest.mark.slow)
+        if _relative(item, root).startswith(EXCLUSIVE_PATHS):
+            item.add_marker(pytest.mark.exclusive)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -133,7 +148,7 @@ def settings(database_url: str, tmp_path: Path) -> Settings:
 @pytest.fixture
 async def app(settings: Settings) -> AsyncIterator[FastAPI]:
     application = create_app(settings)
-    async with LifespanManager(application):
+    async with running(application):
         yield application
 
 

@@ -21,7 +21,9 @@ from sqlalchemy.engine import make_url
 
 from backend.db.migrate import upgrade
 
-TEMPLATE_DB = "skillhive_template"
+# One template per pytest-xdist worker: workers sharing a configured server must not drop each
+# other's template while they copy from it.
+TEMPLATE_DB = f"skillhive_template_{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"
 
 
 def start_postgres() -> tuple[str, Any]:

@@ -9,7 +9,6 @@ from typing import Any
 
 import httpx
 import pytest
-from asgi_lifespan import LifespanManager
 from fastapi import FastAPI
 
 from backend.app import create_app
@@ -21,6 +20,7 @@ from tests.backend.chat.test_skill_run import ask, run_result, working_sandbox
 from tests.conftest import Account
 from tests.fake_openai_server import FakeOpenAIServer, Reply, ToolCall
 from tests.support import zips
+from tests.support.lifespan import running
 
 REPORT = """\
 import os, pathlib
@@ -298,7 +298,7 @@ async def test_uploads_are_bounded_per_file_and_per_conversation(
 async def kept_app(settings: Settings) -> AsyncIterator[FastAPI]:
     update = {"sandbox_workspace_scope": "conversation", "conversation_file_max_bytes": 4096}
     application = create_app(settings.model_copy(update=update))
-    async with LifespanManager(application):
+    async with running(application):
         yield application
 
 

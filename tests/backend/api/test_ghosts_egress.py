@@ -8,7 +8,6 @@ from typing import Any
 
 import httpx
 import pytest
-from asgi_lifespan import LifespanManager
 from fastapi import FastAPI
 
 from backend.app import create_app
@@ -16,6 +15,7 @@ from backend.config import Settings
 from tests.backend.api.ghost_helpers import PUBLIC, create, ghost, ghost_rows, own
 from tests.backend.api.test_auth import assert_error
 from tests.conftest import Account
+from tests.support.lifespan import running
 
 # Egress has nothing to do with the database: one backend is enough.
 pytestmark = pytest.mark.parametrize("db_backend", ["sqlite"], indirect=True)
@@ -99,7 +99,7 @@ async def test_a_public_ghost_written_by_an_admin_is_trusted(
 async def client_with(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
     """A client of a second app on the same database, configured by `settings`."""
     application = create_app(settings)
-    async with LifespanManager(application):
+    async with running(application):
         transport = httpx.ASGITransport(app=application)
         async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
             yield client

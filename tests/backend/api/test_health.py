@@ -7,7 +7,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-from asgi_lifespan import LifespanManager
 from fastapi import FastAPI
 from sqlalchemy.engine import make_url
 
@@ -15,6 +14,7 @@ from backend.app import create_app
 from backend.config import Settings
 from chat_shell.sandbox import BubblewrapSandbox
 from tests.conftest import Account
+from tests.support.lifespan import running
 from tests.support.proxy import TcpProxy
 from tests.support.sandbox import require_sandbox
 from tests.support.wait import eventually
@@ -62,7 +62,7 @@ async def test_a_missing_sandbox_is_reported_and_readiness_holds(
 
 async def test_the_user_skills_setting_is_reported(settings: Settings) -> None:
     app = create_app(settings.model_copy(update={"sandbox_user_skills": True}))
-    async with LifespanManager(app):
+    async with running(app):
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
             body = (await client.get("/readyz")).json()
@@ -95,7 +95,7 @@ async def test_readyz_follows_the_database(
 ) -> None:
     url, proxy = proxied_postgres
     app = create_app(settings.model_copy(update={"database_url": url}))
-    async with LifespanManager(app):
+    async with running(app):
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
             assert (await client.get("/readyz")).status_code == 200
@@ -118,7 +118,7 @@ async def test_readyz_follows_the_database(
 async def test_readyz_checks_redis_when_configured(settings: Settings, redis_url: str) -> None:
     for url, status in ((redis_url, 200), ("redis://127.0.0.1:1/0", 503)):
         app = create_app(settings.model_copy(update={"redis_url": url}))
-        async with LifespanManager(app):
+        async with running(app):
             transport = httpx.ASGITransport(app=app)
             async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
                 response = await client.get("/readyz")

@@ -6,7 +6,6 @@ import logging
 
 import httpx
 import pytest
-from asgi_lifespan import LifespanManager
 from cryptography.fernet import Fernet
 from fastapi import FastAPI
 from pydantic import SecretStr
@@ -18,6 +17,7 @@ from backend.db.models import Secret
 from backend.secrets.cipher import SecretsKeyError
 from tests.backend.api.test_auth import assert_error
 from tests.conftest import Account
+from tests.support.lifespan import running
 
 VALUE = "sk-live-0123456789abcdef-very-secret"
 
@@ -73,23 +73,23 @@ async def test_secrets_are_per_user(
 async def test_production_refuses_to_start_without_a_key(settings: Settings) -> None:
     production = settings.model_copy(update={"env": "production", "secrets_key": None})
     with pytest.raises(SecretsKeyError, match="required"):
-        async with LifespanManager(create_app(production)):
+        async with running(create_app(production)):
             pass
     broken = production.model_copy(update={"secrets_key": SecretStr("not-a-key")})
     with pytest.raises(SecretsKeyError, match="not a Fernet key"):
-        async with LifespanManager(create_app(broken)):
+        async with running(create_app(broken)):
             pass
     working = production.model_copy(
         update={"secrets_key": SecretStr(Fernet.generate_key().decode())}
     )
-    async with LifespanManager(create_app(working)):
+    async with running(create_app(working)):
         pass
 
 
 async def test_development_key_is_generated_once_and_reused(settings: Settings) -> None:
     first, second = create_app(settings), create_app(settings)
-    async with LifespanManager(first):
+    async with running(first):
         token = first.state.cipher.encrypt(b"x")
-    async with LifespanManager(second):
+    async with running(second):
         assert second.state.cipher.decrypt(token) == b"x"
     assert (settings.data_dir / "secrets.key").stat().st_mode & 0o077 == 0

@@ -16,6 +16,7 @@ from tests.backend.api.skill_helpers import upload, user_rows
 from tests.backend.api.test_auth import assert_error
 from tests.conftest import Account
 from tests.support import zips
+from tests.support.lifespan import running
 
 bomb = cache(zips.bomb)
 MiB = 1024 * 1024
@@ -121,12 +122,10 @@ def small_cap(settings: Settings, tmp_path: Path) -> Settings:
 
 @pytest.fixture
 async def capped_client(small_cap: Settings) -> AsyncIterator[tuple[httpx.AsyncClient, FastAPI]]:
-    from asgi_lifespan import LifespanManager
-
     from backend.app import create_app
 
     app = create_app(small_cap)
-    async with LifespanManager(app):
+    async with running(app):
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
             yield client, app

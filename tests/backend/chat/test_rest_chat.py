@@ -10,7 +10,6 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
-from asgi_lifespan import LifespanManager
 
 from backend.app import create_app
 from backend.chat.transport import TurnEnded
@@ -19,6 +18,7 @@ from tests.backend.api.test_auth import assert_error
 from tests.backend.chat.conftest import PDF_PROMPT, ChatSetup, make_setup
 from tests.conftest import Account
 from tests.fake_openai_server import FakeOpenAIServer, Reply, ToolCall
+from tests.support.lifespan import running
 from tests.support.wait import eventually
 
 
@@ -121,7 +121,7 @@ async def test_a_gateway_restart_between_turns_keeps_loaded_skills(
     await send(client, chat, cid, "pdf please")
 
     restarted = create_app(settings)  # a new process in all but name: nothing shared in memory
-    async with LifespanManager(restarted):
+    async with running(restarted):
         transport = httpx.ASGITransport(app=restarted)
         async with httpx.AsyncClient(transport=transport, base_url="http://t") as other:
             openai_server.script(Reply(text="still here"))

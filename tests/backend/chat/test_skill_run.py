@@ -8,7 +8,6 @@ from typing import Any
 
 import httpx
 import pytest
-from asgi_lifespan import LifespanManager
 from fastapi import FastAPI
 
 from backend.app import create_app
@@ -19,6 +18,7 @@ from tests.backend.chat.conftest import scripted_conversation
 from tests.conftest import Account
 from tests.fake_openai_server import FakeOpenAIServer, Reply, ToolCall
 from tests.support import zips
+from tests.support.lifespan import running
 from tests.support.sandbox import require_sandbox
 
 HELLO = "import sys\nprint('hello from the sandbox', sys.argv[1])\n"
@@ -116,7 +116,7 @@ async def test_a_users_own_skill_gets_no_skill_run_by_default(
 @pytest.fixture
 async def user_skills_app(settings: Settings) -> AsyncIterator[FastAPI]:
     application = create_app(settings.model_copy(update={"sandbox_user_skills": True}))
-    async with LifespanManager(application):
+    async with running(application):
         yield application
 
 

@@ -21,6 +21,7 @@ from tests.backend.api.skill_helpers import upload
 from tests.backend.api.test_auth import assert_error
 from tests.conftest import Account
 from tests.support import zips
+from tests.support.lifespan import running
 from tests.support.ports import closed_port
 
 METRICS_TOKEN = "prometheus-scrape-token-0123456789"
@@ -164,9 +165,8 @@ async def test_a_separate_metrics_port_serves_them_and_the_api_route_steps_aside
     port = closed_port()
     separate = settings.model_copy(update={"metrics_port": port})
     app = create_app(separate)
-    from asgi_lifespan import LifespanManager
 
-    async with LifespanManager(app):
+    async with running(app):
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as c:
             on_api = await c.get("/metrics", headers={"Authorization": f"Bearer {METRICS_TOKEN}"})

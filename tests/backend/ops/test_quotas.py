@@ -8,7 +8,6 @@ from typing import Any
 import httpx
 import pytest
 import redis.asyncio as aioredis
-from asgi_lifespan import LifespanManager
 from fastapi import FastAPI
 
 from backend.app import create_app
@@ -22,6 +21,7 @@ from tests.backend.chat.conftest import LOOPBACK_ALLOW, ChatSetup, make_setup
 from tests.conftest import Account
 from tests.fake_openai_server import FakeOpenAIServer, Reply, ToolCall
 from tests.support import zips
+from tests.support.lifespan import running
 
 CONVERSATIONS = "/api/v1/conversations"
 GHOSTS = "/api/v1/namespaces/dev/ghosts"
@@ -157,7 +157,7 @@ async def gateways(
         update={"redis_url": redis_url, "quota_turns_per_minute": 2, "redis_prefix": PREFIX}
     )
     first, second = create_app(shared), create_app(shared)
-    async with LifespanManager(first), LifespanManager(second):
+    async with running(first), running(second):
         yield first, second
 
 

@@ -14,7 +14,6 @@ from collections.abc import AsyncIterator, Iterator
 import httpx
 import pytest
 import redis.asyncio as aioredis
-from asgi_lifespan import LifespanManager
 from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -29,6 +28,7 @@ from backend.secrets.cipher import load_cipher
 from backend.worker import TurnWorker
 from tests.backend.api.ghost_helpers import ghost
 from tests.conftest import Account
+from tests.support.lifespan import running
 
 _EXPORTER = InMemorySpanExporter()
 
@@ -85,7 +85,7 @@ async def test_a_turn_in_redis_mode_is_one_trace_from_gateway_through_worker(
     make_account: object,
 ) -> None:
     app = create_app(redis_settings)
-    async with LifespanManager(app):
+    async with running(app):
         from backend.auth import service as auth_service
 
         async with app.state.sessionmaker() as session:

@@ -8,7 +8,6 @@ from typing import Any
 
 import httpx
 import pytest
-from asgi_lifespan import LifespanManager
 from fastapi import FastAPI
 from langchain_core.messages import AIMessage, BaseMessage
 from sqlalchemy import select
@@ -22,6 +21,7 @@ from tests.backend.api.test_auth import assert_error
 from tests.backend.chat.conftest import LOOPBACK_ALLOW, ChatSetup, make_setup
 from tests.conftest import Account
 from tests.fake_openai_server import FakeOpenAIServer, Reply, ToolCall
+from tests.support.lifespan import running
 
 USAGE = "/api/v1/usage"
 
@@ -143,7 +143,7 @@ class SilentModel(ScriptedChatModel):
 async def silent_app(settings: Settings) -> AsyncIterator[FastAPI]:
     model = SilentModel(script=[AIMessage("No usage from me.")], cycle=True)
     application = create_app(settings, chat_model=model)
-    async with LifespanManager(application):
+    async with running(application):
         yield application
 
 

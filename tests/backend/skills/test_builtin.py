@@ -6,11 +6,11 @@ from pathlib import Path
 
 import httpx
 import pytest
-from asgi_lifespan import LifespanManager
 
 from backend.app import create_app
 from backend.config import Settings
 from backend.skills.builtin import builtin_dir, skill_folders, sync_builtin_skills
+from tests.support.lifespan import running
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -31,7 +31,7 @@ def own_builtins(settings: Settings, tmp_path: Path) -> Settings:
 
 async def test_sync_creates_then_leaves_then_updates(own_builtins: Settings) -> None:
     app = create_app(own_builtins)
-    async with LifespanManager(app):  # start-up seeds it
+    async with running(app):  # start-up seeds it
         transport = httpx.ASGITransport(app=app)
         maker = app.state.sessionmaker
         assert [(r.name, r.action) for r in await sync_builtin_skills(maker, own_builtins)] == [
@@ -65,7 +65,7 @@ async def test_a_broken_builtin_is_reported_and_the_others_still_sync(
     broken.mkdir()
     (broken / "SKILL.md").write_text("---\nname: Not Valid!\ndescription: x\n---\n")
     app = create_app(own_builtins)
-    async with LifespanManager(app):  # start-up survives it
+    async with running(app):  # start-up survives it
         results = await sync_builtin_skills(app.state.sessionmaker, own_builtins)
     assert {(r.name, r.action) for r in results} == {("broken", "failed"), ("greeter", "unchanged")}
     assert "built-in skill broken not synced" in caplog.text
