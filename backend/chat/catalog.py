@@ -126,9 +126,31 @@ _ENTRY_COLUMNS = (
 )
 
 
-def _entry(row: Any) -> CatalogEntry:
+def _entry(row: Any, pinned: Mapping[str, str]) -> CatalogEntry:
     public = row.user_id == SYSTEM_USER_ID
-    return CatalogEntry(name=row.name, description=row.description, public=public)
+    description = pinned.get(row.name, row.description)
+    return CatalogEntry(name=row.name, description=description, public=public)
+
+
+async def _pinned_descriptions(
+    session: AsyncSession, cache: SkillSpecCache, found: Sequence[Any], pins: Mapping[str, int]
+) -> dict[str, str]:
+    """name -> the description of the version the Ghost pins, for the pinned skills among
+    `found` (rows or search hits): the catalog and search describe the skill a load gives.
+
+    A pinned version not stored keeps the current description here; loading that skill
+    answers `skill_version_not_found` (`SkillSpecCache.get_version`)."""
+    described: dict[str, str] = {}
+    for r in found:
+        pin = pins.get(r.name)
+        if pin is None or r.name in described:
+            continue
+        try:
+            spec = await cache.get_version(session, r.kind_id, pin, r.user_id == SYSTEM_USER_ID)
+        except SkillhiveError:
+            continue
+        described[r.name] = spec.description
+    return described
 
 
 @dataclass(frozen=True)
@@ -207,12 +229,13 @@ async def turn_skills(
         ).all()
         started = [r for r in rows if r.name in set(wanted)]
         specs = await _specs(session, cache, started, pins, used)
-        return TurnSkills([_entry(r) for r in rows], specs, False, size.secrets, used)
+        pinned = await _pinned_descriptions(session, cache, rows, pins)
+        catalog = [_entry(r, pinned) for r in rows]
+        return TurnSkills(catalog, specs, False, size.secrets, used)
     started = []
     if wanted:
         stmt = select(*_ENTRY_COLUMNS).where(where, SkillSearch.name.in_(list(set(wanted))))
         started = list((await session.execute(stmt.order_by(SkillSearch.name))).all())
-    entries = {r.name: _entry(r) for r in started}
     matches = await search(
         session,
         source,
@@ -222,8 +245,11 @@ async def turn_skills(
         counted=size.counted,
         rerank=rerank,
     )
+    pinned = await _pinned_descriptions(session, cache, [*started, *matches], pins)
+    entries = {r.name: _entry(r, pinned) for r in started}
     for hit in matches:
-        entries.setdefault(hit.name, CatalogEntry(name=hit.name, description=hit.description))
+        description = pinned.get(hit.name, hit.description)
+        entries.setdefault(hit.name, CatalogEntry(name=hit.name, description=description))
     specs = await _specs(session, cache, started, pins, used)
     return TurnSkills(list(entries.values()), specs, True, size.secrets, used)
 
@@ -264,8 +290,14 @@ class GhostSkillDirectory:
                 threshold=self._threshold,
                 rerank=self._rerank,
             )
+            pinned = await _pinned_descriptions(session, self._cache, hits, self._pins)
         return [
-            SkillMatch(name=h.name, namespace=h.namespace, description=h.description, score=h.score)
+            SkillMatch(
+                name=h.name,
+                namespace=h.namespace,
+                description=pinned.get(h.name, h.description),
+                score=h.score,
+            )
             for h in hits
         ]
 

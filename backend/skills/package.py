@@ -74,15 +74,18 @@ def read_package(
     strict: bool = False,
     fallback_name: str | None = None,
     sha256: str | None = None,
+    verify: bool = True,
 ) -> SkillPackage:
     """Validate a skill ZIP (every entry verified) and read its metadata.
 
     `public`: read as a public (admin) skill, which may carry code. `strict`: refuse any
     warning. `fallback_name`: names a skill whose archive has no folder and whose frontmatter
     no name. `sha256`: the digest, when the caller already hashed the bytes as they arrived.
+    `verify=False` skips inflating every entry against its header, only for a ZIP this process
+    wrote itself from bytes in memory (`importing.tree.BuiltZip`); never for received bytes.
     """
     with translated():
-        package = open_package(data, limits, verify=True)
+        package = open_package(data, limits, verify=verify)
         layout = package.layout
         md_entry = layout.skill_md
         if md_entry.size > limits.max_skill_md_bytes:

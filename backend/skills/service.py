@@ -22,6 +22,7 @@ from backend.ghosts.references import release_skill
 from backend.kinds import store
 from backend.kinds.store import Scope
 from backend.skills import versions
+from backend.skills.importing.tree import BuiltZip
 from backend.skills.limits import ArchiveLimits
 from backend.skills.package import SkillPackage, read_package, read_package_file
 from backend.skills.search.index import index_skill
@@ -59,7 +60,9 @@ def how_to_replace(scope: Scope, name: str) -> str:
     )
 
 
-async def _read(data: bytes, settings: Settings, scope: Scope, *, strict: bool) -> SkillPackage:
+async def _read(
+    data: bytes, settings: Settings, scope: Scope, *, strict: bool, verify: bool = True
+) -> SkillPackage:
     public = scope == PUBLIC_SCOPE
     package = await asyncio.to_thread(
         read_package,
@@ -67,6 +70,7 @@ async def _read(data: bytes, settings: Settings, scope: Scope, *, strict: bool) 
         limits=ArchiveLimits.from_settings(settings),
         public=public,
         strict=strict,
+        verify=verify,
     )
     if not public:  # a user's MCP servers stay within the egress policy (backend.egress)
         urls = {n: s.url for n, s in package.spec.mcp_servers.items() if s.url is not None}
@@ -186,17 +190,21 @@ async def upsert(
     session: AsyncSession,
     settings: Settings,
     scope: Scope,
-    data: bytes,
+    built: BuiltZip,
     *,
     source: dict[str, Any],
     actor: int | None = None,
 ) -> Upserted:
     """Create the package's skill, or replace it when the bytes differ (imports and syncs).
 
+    `built` is the ZIP the import wrote from the fetched files: read without re-inflating its
+    entries (their headers are ours), every package rule still applied.
+
     `source` ({url, ref, commit, path}) goes to `status.source`; the same bytes make no new
     version (a changed source, e.g. a new commit with the same files, is recorded in place).
     """
-    package = await _read(data, settings, scope, strict=False)
+    data = built.data
+    package = await _read(data, settings, scope, strict=False, verify=False)
     try:
         row: Kind | None = await store.get(session, SKILL_KIND, scope, package.name)
     except NotFound:

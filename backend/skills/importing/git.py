@@ -11,15 +11,32 @@ from __future__ import annotations
 import asyncio
 import re
 import stat
+import zlib
+from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from io import BytesIO
 from typing import Any
 
 from dulwich.client import AbstractHttpGitClient
-from dulwich.errors import GitProtocolError, HangupException, NotGitRepository
+from dulwich.errors import (
+    ApplyDeltaError,
+    ChecksumMismatch,
+    FileFormatException,
+    GitProtocolError,
+    HangupException,
+    NotGitRepository,
+)
 from dulwich.object_store import MemoryObjectStore, peel_sha
-from dulwich.objects import Blob, Commit, ObjectID, Tree
+from dulwich.objects import Blob, Commit, ObjectID, ShaFile, Tree, hex_to_sha
+from dulwich.pack import (
+    DELTA_TYPES,
+    OFS_DELTA,
+    PackStreamReader,
+    UnpackedObject,
+    UnresolvedDeltas,
+    apply_delta,
+)
 from dulwich.refs import Ref
 from dulwich.repo import MemoryRepo
 
@@ -136,12 +153,14 @@ def fetch_git(
 
 
 class _FetchStore(MemoryObjectStore):
-    """A memory store that inflates a fetched pack once.
+    """A memory store that inflates a fetched pack once, as it is read.
 
-    dulwich hands a fetched pack to `add_thin_pack` (servers may require the thin-pack
-    capability), which first copies it through a decompressing verifier and then inflates every
-    object again. A fetch without `haves` gets no deltas against absent objects, so the pack is
-    spooled as it is and `add_pack`'s commit checks its trailing checksum and inflates it once.
+    dulwich's own paths inflate every object twice (a pass to find where objects end, then
+    one to resolve deltas) and hash the pack twice (its checksum, then each object), and
+    copy every object into the store. Here one `PackStreamReader` pass inflates each object
+    (bounded by its declared size) and checks the pack's trailing checksum; deltas are applied
+    to the bases kept from that pass, and each object's id is its own hash, as always. A fetch
+    without `haves` gets no deltas against absent objects: any left unresolved fail the fetch.
     """
 
     def add_thin_pack(
@@ -152,17 +171,77 @@ class _FetchStore(MemoryObjectStore):
         *,
         max_input_size: int | None = None,  # the Downloader's byte budget bounds the pack
     ) -> None:
-        spool, commit, abort = self.add_pack()
-        try:
-            while chunk := read_all(_SPOOL_CHUNK):
-                spool.write(chunk)
-        except BaseException:
-            abort()
-            raise
-        commit()
+        reader = PackStreamReader(self.object_format.hash_func, read_all, read_some)
+        deltas = _Deltas()
+        for unpacked in reader.read_objects():
+            for obj in deltas.resolve(unpacked):
+                self._data[obj.id] = obj
+        deltas.check_resolved()
 
 
-_SPOOL_CHUNK = 1024 * 1024
+class _Deltas:
+    """Objects of one pack in stream order, deltas applied once their base is known."""
+
+    def __init__(self) -> None:
+        self._by_offset: dict[int, tuple[int, list[bytes]]] = {}
+        self._by_sha: dict[bytes, tuple[int, list[bytes]]] = {}
+        self._waiting: dict[int | bytes, list[UnpackedObject]] = defaultdict(list)
+
+    def resolve(self, unpacked: UnpackedObject) -> Iterator[ShaFile]:
+        """The objects `unpacked` completes: itself, if its base is known, and the deltas
+        waiting on it, transitively."""
+        todo = [unpacked]
+        while todo:
+            current = todo.pop()
+            resolved = self._apply(current)
+            if resolved is None:
+                continue
+            type_num, chunks = resolved
+            obj = ShaFile.from_raw_chunks(type_num, chunks)
+            assert current.offset is not None
+            self._by_offset[current.offset] = resolved
+            sha = hex_to_sha(obj.id)
+            self._by_sha[sha] = resolved
+            todo.extend(self._waiting.pop(current.offset, ()))
+            todo.extend(self._waiting.pop(sha, ()))
+            yield obj
+
+    def _apply(self, unpacked: UnpackedObject) -> tuple[int, list[bytes]] | None:
+        if unpacked.pack_type_num not in DELTA_TYPES:
+            return unpacked.pack_type_num, unpacked.decomp_chunks
+        assert unpacked.offset is not None and unpacked.delta_base is not None
+        if unpacked.pack_type_num == OFS_DELTA:
+            assert isinstance(unpacked.delta_base, int)
+            base_offset = unpacked.offset - unpacked.delta_base
+            key: int | bytes = base_offset
+            base = self._by_offset.get(base_offset)
+        else:
+            assert isinstance(unpacked.delta_base, bytes)
+            key = unpacked.delta_base
+            base = self._by_sha.get(unpacked.delta_base)
+        if base is None:
+            self._waiting[key].append(unpacked)
+            return None
+        type_num, chunks = base[0], apply_delta(base[1], unpacked.decomp_chunks)
+        # As dulwich's own resolver: only a blob may be empty (a too-short delta must not
+        # make an empty commit or tree).
+        if type_num != Blob.type_num and not any(chunks):
+            raise ApplyDeltaError(f"delta resolved to an empty object of type {type_num}")
+        return type_num, chunks
+
+    def check_resolved(self) -> None:
+        if self._waiting:
+            raise UnresolvedDeltas([k for k in self._waiting if isinstance(k, bytes)])
+
+
+# What a corrupt or truncated pack raises while it is read: a failed fetch, never a 500.
+_BROKEN_PACK = (
+    zlib.error,
+    ChecksumMismatch,
+    ApplyDeltaError,
+    UnresolvedDeltas,
+    FileFormatException,
+)
 
 
 class _NotAdvertised(Exception):
@@ -204,7 +283,14 @@ def _fetch(
         raise
     except KeyError:
         raise refused("unknown_ref", "the commit is not in the repository", ref=ref) from None
-    except (GitProtocolError, HangupException, NotGitRepository, ValueError, AssertionError) as exc:
+    except (
+        GitProtocolError,
+        HangupException,
+        NotGitRepository,
+        ValueError,
+        AssertionError,
+        *_BROKEN_PACK,
+    ) as exc:
         raise FetchFailed(
             f"the git fetch failed: {exc}", details={"reason": type(exc).__name__}
         ) from None

@@ -119,13 +119,13 @@ class Downloader:
         declared = response.headers.get("content-length", "")
         if declared.isdigit() and self.received + int(declared) > cap:
             raise too_large("download_too_large", "the download", cap)
-        body = bytearray()
+        chunks = []  # joined once at the end: each copy of a large body costs
         async for chunk in response.aiter_bytes():
             self.received += len(chunk)
             if self.received > cap:
                 raise too_large("download_too_large", "the download", cap)
-            body.extend(chunk)
-        return bytes(body)
+            chunks.append(chunk)
+        return b"".join(chunks)
 
 
 @functools.cache

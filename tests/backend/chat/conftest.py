@@ -58,15 +58,16 @@ async def scripted_conversation(
     skill: str,
     *,
     ghost: str = "runner",
+    **spec: Any,
 ) -> str:
-    """A new conversation with Ghost `ghost` using `skill`, on the scripted model server (its
-    key stored as the account's secret `MODEL_KEY`); the conversation's id."""
+    """A new conversation with Ghost `ghost` using `skill` (and further `spec` fields), on the
+    scripted model server (its key stored as the account's secret `MODEL_KEY`); its id."""
     secret = await client.put(
         "/api/v1/secrets/MODEL_KEY", json={"value": "sk-test"}, headers=account.headers
     )
     assert secret.status_code in (201, 204)
     model = {"name": "scripted", "baseUrl": server.base_url, "apiKeySecret": "MODEL_KEY"}
-    body = ghost_crd(ghost, model=model, skills=[skill])
+    body = ghost_crd(ghost, model=model, skills=[skill], **spec)
     made = await client.post("/api/v1/namespaces/dev/ghosts", json=body, headers=account.headers)
     assert made.status_code == 201, made.text
     created = await client.post(

@@ -19,7 +19,7 @@ from tests.backend.api.skill_helpers import upload
 from tests.backend.chat.conftest import ghost_crd, scripted_conversation
 from tests.backend.chat.test_rest_chat import load, parse_sse, system_prompt
 from tests.conftest import Account
-from tests.fake_openai_server import FakeOpenAIServer, Reply
+from tests.fake_openai_server import FakeOpenAIServer, Reply, ToolCall
 from tests.support import zips
 
 SKILLS = "/api/v1/namespaces/dev/skills"
@@ -29,9 +29,13 @@ def instructions(n: int) -> str:
     return f"FORM-RULES-V{n}: check page {n} first."
 
 
+def description(n: int) -> str:
+    return f"Fill PDF forms, edition {n}."
+
+
 def package(n: int) -> bytes:
 
-    md = f"---\nname: forms\ndescription: Fill PDF forms.\n---\n{instructions(n)}\n"
+    md = f"---\nname: forms\ndescription: {description(n)}\n---\n{instructions(n)}\n"
     return zips.build({"SKILL.md": md}, folder="forms")
 
 
@@ -84,6 +88,42 @@ async def test_a_pinned_skill_loads_the_pinned_instructions(
     events = await turn(client, alice, cid, "and the next page")
     assert changed(events) == []
     assert instructions(1) in system_prompt(openai_server.requests[0])
+
+
+async def test_the_catalog_describes_the_pinned_version(
+    client: httpx.AsyncClient, alice: Account, openai_server: FakeOpenAIServer
+) -> None:
+    await release(client, alice, 1)
+    await release(client, alice, 2)
+    cid = await scripted_conversation(client, alice, openai_server, "forms@1", ghost="former")
+    openai_server.script(Reply(text="ok"))
+    await turn(client, alice, cid, "hello")
+    prompt = system_prompt(openai_server.requests[0])
+    assert "<name>forms</name>" in prompt
+    assert description(1) in prompt and description(2) not in prompt
+
+
+async def test_search_describes_the_pinned_version(
+    client: httpx.AsyncClient, alice: Account, openai_server: FakeOpenAIServer
+) -> None:
+    await release(client, alice, 1)
+    await release(client, alice, 2)
+    cid = await scripted_conversation(
+        client, alice, openai_server, "forms@1", ghost="former", catalogBudgetTokens=10
+    )
+    openai_server.script(
+        Reply(tool_calls=[ToolCall("search_skills", {"query": "fill pdf forms"})]),
+        Reply(text="found it"),
+    )
+    answer = await client.post(
+        f"/api/v1/conversations/{cid}/messages",
+        json={"content": "how are you?"},
+        headers=alice.headers,
+    )
+    assert answer.status_code == 200, answer.text
+    (call,) = answer.json()["tool_calls"]
+    assert call["name"] == "search_skills" and "forms" in call["result"]
+    assert description(1) in call["result"] and description(2) not in call["result"]
 
 
 async def test_an_unpinned_skill_uses_the_current_version(

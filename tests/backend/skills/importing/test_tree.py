@@ -23,16 +23,17 @@ def files() -> dict[str, TreeFile]:
 def test_identical_files_give_identical_zip_bytes_whatever_their_order() -> None:
     forward = files()
     backward = dict(reversed(list(forward.items())))
-    first, second = build_zip(forward, "demo"), build_zip(backward, "demo")
+    first, second = build_zip(forward, "demo").data, build_zip(backward, "demo").data
     assert hashlib.sha256(first).digest() == hashlib.sha256(second).digest()
     changed = {**forward, "scripts/run.sh": TreeFile(b"echo bye\n", 0o755)}
-    assert build_zip(changed, "demo") != first
+    assert build_zip(changed, "demo").data != first
 
 
 def test_the_zip_is_a_valid_package_keeping_modes_and_storing_incompressible_files() -> None:
-    data = build_zip(files(), "demo")
-    package = read_package(data)
+    data = build_zip(files(), "demo").data
+    package = read_package(data)  # every entry inflated against its header: they are true
     assert package.name == "demo"
+    assert read_package(data, verify=False) == package  # what imports read it as
     modes = {f.path: f.mode for f in package.files}
     assert modes["scripts/run.sh"] == 0o755 and modes["SKILL.md"] == 0o644
     with zipfile.ZipFile(BytesIO(data)) as archive:

@@ -1,0 +1,96 @@
+"""A fetched pack inflated in one pass: deltas of either kind, in any order, and broken packs."""
+
+from __future__ import annotations
+
+import hashlib
+import zlib
+from collections.abc import Callable
+from io import BytesIO
+
+import pytest
+from dulwich.errors import ChecksumMismatch
+from dulwich.object_format import DEFAULT_OBJECT_FORMAT
+from dulwich.objects import Blob
+from dulwich.pack import (
+    OFS_DELTA,
+    REF_DELTA,
+    UnresolvedDeltas,
+    create_delta,
+    write_pack_header,
+    write_pack_object,
+)
+
+from backend.skills.importing.git import _FetchStore
+
+# An entry is written at an offset; it gets the offsets written so far (by index).
+Entry = Callable[[int, list[int]], tuple[int, object]]
+
+
+def full(blob: Blob) -> Entry:
+    return lambda _here, _offsets: (Blob.type_num, [blob.as_raw_string()])
+
+
+def ofs_delta(base_index: int, base: Blob, target: Blob) -> Entry:
+    delta = list(create_delta(base.as_raw_string(), target.as_raw_string()))
+    return lambda here, offsets: (OFS_DELTA, (here - offsets[base_index], delta))
+
+
+def ref_delta(base: Blob, target: Blob) -> Entry:
+    delta = list(create_delta(base.as_raw_string(), target.as_raw_string()))
+    return lambda _here, _offsets: (REF_DELTA, (bytes.fromhex(base.id.decode()), delta))
+
+
+def build_pack(entries: list[Entry]) -> bytes:
+    out = bytearray()
+    digest = hashlib.sha1()
+
+    def write(data: bytes) -> int:
+        out.extend(data)
+        digest.update(data)
+        return len(data)
+
+    write_pack_header(write, len(entries))
+    offsets: list[int] = []
+    for entry in entries:
+        here = len(out)
+        type_num, obj = entry(here, offsets)
+        offsets.append(here)
+        write_pack_object(write, type_num, obj, DEFAULT_OBJECT_FORMAT)  # type: ignore[arg-type]
+    return bytes(out + digest.digest())
+
+
+def blobs() -> list[Blob]:
+    text = b"".join(b"line %d of a skill reference\n" % i for i in range(400))
+    return [Blob.from_string(text + b"version %d\n" % n) for n in range(4)]
+
+
+def stored(pack: bytes) -> dict[bytes, bytes]:
+    store = _FetchStore()
+    store.add_thin_pack(BytesIO(pack).read, None)
+    return {sha: store[sha].as_raw_string() for sha in store._data}
+
+
+def test_offset_and_ref_deltas_resolve_in_any_order_to_the_same_objects() -> None:
+    a, b, c, d = blobs()
+    pack = build_pack(
+        [
+            ref_delta(d, c),  # its base comes later in the pack
+            full(a),
+            ofs_delta(1, a, b),
+            ref_delta(b, d),  # its base is itself a delta
+        ]
+    )
+    assert stored(pack) == {blob.id: blob.as_raw_string() for blob in (a, b, c, d)}
+
+
+def test_a_corrupt_truncated_or_unresolvable_pack_is_refused() -> None:
+    a, b, c, _ = blobs()
+    good = build_pack([full(a), ofs_delta(0, a, b)])
+    flipped = bytearray(good)
+    flipped[-3] ^= 1  # the trailing checksum
+    with pytest.raises(ChecksumMismatch):
+        stored(bytes(flipped))
+    with pytest.raises(zlib.error):
+        stored(good[: len(good) // 2])
+    with pytest.raises(UnresolvedDeltas):
+        stored(build_pack([full(a), ref_delta(c, b)]))  # c is not in the pack
