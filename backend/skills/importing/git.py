@@ -43,6 +43,7 @@ from dulwich.repo import MemoryRepo
 from backend.skills.errors import ErrorCode, PackageError
 from backend.skills.importing.errors import FetchError, FetchFailed, refused
 from backend.skills.importing.http import Downloader, timed_out
+from backend.skills.importing.limits import FetchLimits
 from backend.skills.importing.tree import TreeFile
 from chat_shell import PackageReadError, ReadCode, path_problem
 
@@ -106,6 +107,10 @@ class EgressGitClient(AbstractHttpGitClient):
         )
         return response, response.data.read
 
+    @property
+    def limits(self) -> FetchLimits:
+        return self._downloader.limits
+
     def head_target(self) -> Ref | None:
         """The branch the repository's `HEAD` file names (what a dumb server has for HEAD)."""
         response, read = self._http_request(self._get_url("") + "HEAD", raise_for_status=False)
@@ -152,6 +157,16 @@ def fetch_git(
     return _checkout(repo, wanted, ref, path, downloader)
 
 
+# What a corrupt or truncated pack raises while it is read: a failed fetch, never a 500.
+_BROKEN_PACK = (
+    zlib.error,
+    ChecksumMismatch,
+    ApplyDeltaError,
+    UnresolvedDeltas,
+    FileFormatException,
+)
+
+
 class _FetchStore(MemoryObjectStore):
     """A memory store that inflates a fetched pack once, as it is read.
 
@@ -163,6 +178,11 @@ class _FetchStore(MemoryObjectStore):
     without `haves` gets no deltas against absent objects: any left unresolved fail the fetch.
     """
 
+    def __init__(self, unpacked_budget: int) -> None:
+        super().__init__()
+        self._budget = _Budget(unpacked_budget)
+        self.failure: Exception | None = None
+
     def add_thin_pack(
         self,
         read_all: Callable[[int], bytes],
@@ -171,18 +191,118 @@ class _FetchStore(MemoryObjectStore):
         *,
         max_input_size: int | None = None,  # the Downloader's byte budget bounds the pack
     ) -> None:
-        reader = PackStreamReader(self.object_format.hash_func, read_all, read_some)
-        deltas = _Deltas()
-        for unpacked in reader.read_objects():
-            for obj in deltas.resolve(unpacked):
-                self._data[obj.id] = obj
-        deltas.check_resolved()
+        hash_func = self.object_format.hash_func
+        reader = _BudgetedPackReader(hash_func, read_all, read_some, budget=self._budget)
+        deltas = _Deltas(self._budget)
+        try:
+            for unpacked in reader.read_objects():
+                for obj in deltas.resolve(unpacked):
+                    self._data[obj.id] = obj
+            deltas.check_resolved()
+        except (PackageError, *_BROKEN_PACK) as exc:
+            # Raised later by `raise_failure`: dulwich closes its spooled pack file only when
+            # this returns.
+            self.failure = exc
+
+    def raise_failure(self) -> None:
+        if self.failure is not None:
+            raise self.failure
+
+
+class _Budget:
+    """The bytes a fetched pack may inflate to: its objects' and resolved deltas' sizes, each
+    charged from what the pack declares, before zlib or a delta produces them (a 64 MiB pack of
+    zeros declares gigabytes)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.used = 0
+
+    def charge(self, size: int) -> None:
+        self.used += size
+        if self.used > self.limit:
+            raise PackageError(
+                ErrorCode.UNCOMPRESSED_TOO_LARGE,
+                f"the fetched objects add up to more than {self.limit} bytes",
+                limit=self.limit,
+            )
+
+
+class _BudgetedPackReader(PackStreamReader):
+    """A pack stream whose objects' declared sizes are charged before they are inflated.
+
+    dulwich's `unpack_object` reads an object's type-and-size header a byte at a time through
+    `read`, then its compressed data through `recv`; after the pack header, a one-byte `read`
+    that follows a `recv` starts the next object's header.
+    """
+
+    def __init__(
+        self,
+        hash_func: Any,
+        read_all: Callable[[int], bytes],
+        read_some: Callable[[int], bytes] | None,
+        *,
+        budget: _Budget,
+    ) -> None:
+        super().__init__(hash_func, read_all, read_some)
+        self._budget = budget
+        self._started = False  # the pack's own header is read
+        self._header: bytearray | None = bytearray()  # the object header being read, if any
+
+    def read(self, size: int) -> bytes:
+        data = super().read(size)
+        if not self._started:
+            self._started = True
+        elif self._header is not None and size == 1 and data:
+            self._header += data
+            if not data[0] & 0x80:  # the header's last byte
+                self._budget.charge(_declared_size(bytes(self._header)))
+                self._header = None
+        return data
+
+    def recv(self, size: int) -> bytes:
+        data = super().recv(size)
+        self._header = bytearray()  # whatever `read(1)` comes next heads the next object
+        return data
+
+
+def _declared_size(header: bytes) -> int:
+    """The size in a pack object's header: 4 bits in the first byte, then 7 per byte."""
+    size = header[0] & 0x0F
+    for shift, byte in enumerate(header[1:]):
+        size |= (byte & 0x7F) << (4 + 7 * shift)
+    return size
+
+
+def _delta_target_size(delta: list[bytes]) -> int:
+    """The result size a git delta declares (its second varint) without applying it."""
+    data = b""
+    for chunk in delta:  # two varints: at most 20 bytes
+        data += chunk[: 20 - len(data)]
+        if len(data) == 20:
+            break
+    index = 0
+    sizes: list[int] = []
+    while len(sizes) < 2:
+        size = shift = 0
+        while True:
+            if index >= len(data):
+                raise ApplyDeltaError("truncated delta header")
+            byte = data[index]
+            index += 1
+            size |= (byte & 0x7F) << shift
+            shift += 7
+            if not byte & 0x80:
+                break
+        sizes.append(size)
+    return sizes[1]
 
 
 class _Deltas:
     """Objects of one pack in stream order, deltas applied once their base is known."""
 
-    def __init__(self) -> None:
+    def __init__(self, budget: _Budget) -> None:
+        self._budget = budget
         self._by_offset: dict[int, tuple[int, list[bytes]]] = {}
         self._by_sha: dict[bytes, tuple[int, list[bytes]]] = {}
         self._waiting: dict[int | bytes, list[UnpackedObject]] = defaultdict(list)
@@ -222,6 +342,7 @@ class _Deltas:
         if base is None:
             self._waiting[key].append(unpacked)
             return None
+        self._budget.charge(_delta_target_size(unpacked.decomp_chunks))
         type_num, chunks = base[0], apply_delta(base[1], unpacked.decomp_chunks)
         # As dulwich's own resolver: only a blob may be empty (a too-short delta must not
         # make an empty commit or tree).
@@ -234,16 +355,6 @@ class _Deltas:
             raise UnresolvedDeltas([k for k in self._waiting if isinstance(k, bytes)])
 
 
-# What a corrupt or truncated pack raises while it is read: a failed fetch, never a 500.
-_BROKEN_PACK = (
-    zlib.error,
-    ChecksumMismatch,
-    ApplyDeltaError,
-    UnresolvedDeltas,
-    FileFormatException,
-)
-
-
 class _NotAdvertised(Exception):
     """The commit asked for is no advertised ref: servers refuse it as a shallow want."""
 
@@ -252,7 +363,7 @@ def _fetch(
     client: EgressGitClient, ref: str | None, *, shallow: bool
 ) -> tuple[MemoryRepo, ObjectID]:
     repo = MemoryRepo()
-    repo.object_store = _FetchStore()
+    repo.object_store = store = _FetchStore(client.limits.unpacked_bytes)
     chosen: list[ObjectID] = []
 
     def determine_wants(refs: Mapping[Ref, ObjectID], depth: int | None = None) -> list[ObjectID]:
@@ -279,6 +390,7 @@ def _fetch(
             depth=1 if shallow else None,
             protocol_version=0,
         )
+        store.raise_failure()
     except FetchError:
         raise
     except KeyError:

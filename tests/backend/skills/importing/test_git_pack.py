@@ -20,6 +20,7 @@ from dulwich.pack import (
     write_pack_object,
 )
 
+from backend.skills.errors import ErrorCode, PackageError
 from backend.skills.importing.git import _FetchStore
 
 # An entry is written at an offset; it gets the offsets written so far (by index).
@@ -64,9 +65,10 @@ def blobs() -> list[Blob]:
     return [Blob.from_string(text + b"version %d\n" % n) for n in range(4)]
 
 
-def stored(pack: bytes) -> dict[bytes, bytes]:
-    store = _FetchStore()
+def stored(pack: bytes, budget: int = 1 << 30) -> dict[bytes, bytes]:
+    store = _FetchStore(budget)
     store.add_thin_pack(BytesIO(pack).read, None)
+    store.raise_failure()
     return {sha: store[sha].as_raw_string() for sha in store._data}
 
 
@@ -94,3 +96,34 @@ def test_a_corrupt_truncated_or_unresolvable_pack_is_refused() -> None:
         stored(good[: len(good) // 2])
     with pytest.raises(UnresolvedDeltas):
         stored(build_pack([full(a), ref_delta(c, b)]))  # c is not in the pack
+
+
+def test_objects_are_charged_to_the_unpacked_budget_before_they_are_inflated() -> None:
+    a, b, _, _ = blobs()
+    pack = build_pack([full(a), ofs_delta(0, a, b)])
+    exact = len(a.as_raw_string()) + len(b.as_raw_string())
+    delta_size = len(b"".join(create_delta(a.as_raw_string(), b.as_raw_string())))
+    # what the pack declares: each object's size, and a delta's own size and its result's
+    assert len(stored(pack, budget=exact + delta_size)) == 2
+    with pytest.raises(PackageError) as refused:
+        stored(pack, budget=exact + delta_size - 1)
+    assert refused.value.code == ErrorCode.UNCOMPRESSED_TOO_LARGE
+
+
+def test_a_pack_of_zeros_that_declares_gigabytes_is_refused_unread() -> None:
+    # A blob header declaring 4 GiB, then a zlib stream that would inflate to it: the budget
+    # refuses it from the header, before zlib makes a byte (else this test would need 4 GiB).
+    declared = 4 << 30
+    header = bytearray([(Blob.type_num << 4) | 0x80 | (declared & 0x0F)])
+    rest = declared >> 4
+    while rest:
+        header.append((rest & 0x7F) | (0x80 if rest >> 7 else 0))
+        rest >>= 7
+    squeeze = zlib.compressobj(9)
+    body = squeeze.compress(bytes(1 << 20)) * 8 + squeeze.flush()  # only the start matters
+    out = bytearray(b"PACK" + (2).to_bytes(4, "big") + (1).to_bytes(4, "big"))
+    out += header + body
+    pack = bytes(out + hashlib.sha1(out).digest())
+    with pytest.raises(PackageError) as refused:
+        stored(pack, budget=64 << 20)
+    assert refused.value.code == ErrorCode.UNCOMPRESSED_TOO_LARGE
