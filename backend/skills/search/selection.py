@@ -26,6 +26,9 @@ from backend.db.models import SYSTEM_USER_ID, Kind, SkillLabel, SkillSearch
 from backend.kinds.store import Scope
 
 PUBLIC_SKILLS = Scope(SYSTEM_USER_ID, "default")
+# The owner's row of a name, which shadows the public one. Built once: an alias proxies every
+# column of `skill_search` on first use, which cost a turn milliseconds when built per Ghost.
+_OWN = aliased(SkillSearch)
 Operator = Literal["In", "NotIn", "Exists", "DoesNotExist"]
 
 
@@ -130,12 +133,11 @@ class GhostSkills:
         public = _in_scope(PUBLIC_SKILLS)
         uses_public = bool(self.names) or self.include_public or self.is_public_ghost
         if uses_public and not self.is_public_ghost:
-            own = aliased(SkillSearch)
             shadowed = exists(
-                select(own.kind_id).where(
-                    own.user_id == self.owner.user_id,
-                    own.namespace == self.owner.namespace,
-                    own.name == SkillSearch.name,
+                select(_OWN.kind_id).where(
+                    _OWN.user_id == self.owner.user_id,
+                    _OWN.namespace == self.owner.namespace,
+                    _OWN.name == SkillSearch.name,
                 )
             )
             public = and_(public, not_(shadowed))
