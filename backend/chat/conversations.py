@@ -6,7 +6,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import and_, case, func, or_, select, update
+from sqlalchemy import Integer, and_, bindparam, case, func, or_, select, update
 from sqlalchemy.engine import CursorResult
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -20,6 +20,41 @@ TITLE_CHARS = 80
 DEFAULT_TITLE = "New conversation"  # until the first message names the conversation
 # The most characters of one user message (REST and Socket.IO alike).
 MAX_MESSAGE_CHARS = 100_000
+
+# The statements every turn runs, built once with bind parameters: building a statement and its
+# cache key cost more than SQLite took to run it (SQLAlchemy memoizes a built statement's key).
+_OWNED_WITH_OVERRIDES = (
+    select(Conversation.id, UserQuota.limits)
+    .outerjoin(UserQuota, UserQuota.user_id == Conversation.user_id)
+    .where(Conversation.id == bindparam("cid"), Conversation.user_id == bindparam("uid"))
+)
+_TOUCH = (
+    update(Conversation)
+    .where(Conversation.id == bindparam("cid"), Conversation.user_id == bindparam("uid"))
+    .values(
+        updated_at=bindparam("now"),
+        title=case(
+            (Conversation.title == DEFAULT_TITLE, bindparam("new_title")),
+            else_=Conversation.title,
+        ),
+    )
+    .execution_options(synchronize_session=False)  # no conversation is loaded here
+)
+_WINDOW = (
+    select(Message)
+    .where(
+        Message.conversation_id == bindparam("cid"),
+        or_(Message.id <= bindparam("mid"), Message.reply_to == bindparam("mid")),
+    )
+    .order_by(Message.id.desc())
+    .limit(bindparam("rows", type_=Integer))
+)
+_WITH_OWNER = (
+    select(Conversation, User, UserQuota.limits)
+    .join(User, User.id == Conversation.user_id)
+    .outerjoin(UserQuota, UserQuota.user_id == User.id)
+    .where(Conversation.id == bindparam("cid"))
+)
 
 
 @dataclass(frozen=True)
@@ -67,13 +102,8 @@ async def quota_overrides_if_owned(
 ) -> dict[str, Any] | None:
     """`get`'s ownership check (404 otherwise) and, in the same query, the user's quota
     overrides (`user_quotas.limits`; None without a row), which admitting a turn needs."""
-    row = (
-        await session.execute(
-            select(Conversation.id, UserQuota.limits)
-            .outerjoin(UserQuota, UserQuota.user_id == Conversation.user_id)
-            .where(Conversation.id == conversation_id, Conversation.user_id == user_id)
-        )
-    ).first()
+    params = {"cid": conversation_id, "uid": user_id}
+    row = (await session.execute(_OWNED_WITH_OVERRIDES, params)).first()
     if row is None:  # someone else's conversation is indistinguishable from none
         raise NotFound("conversation not found", code="conversation_not_found")
     overrides: dict[str, Any] | None = row.limits
@@ -115,15 +145,8 @@ async def add_user_message(
     called `DEFAULT_TITLE` is named after it. One UPDATE does the ownership check, the touch and
     the naming, so no read of the conversation precedes the write."""
     title = " ".join(content.split())[:TITLE_CHARS]
-    touched: CursorResult[Any] = await session.execute(  # type: ignore[assignment]
-        update(Conversation)
-        .where(Conversation.id == conversation_id, Conversation.user_id == user_id)
-        .values(
-            updated_at=utcnow(),
-            title=case((Conversation.title == DEFAULT_TITLE, title), else_=Conversation.title),
-        )
-        .execution_options(synchronize_session=False)  # no conversation is loaded here
-    )
+    params = {"cid": conversation_id, "uid": user_id, "now": utcnow(), "new_title": title}
+    touched: CursorResult[Any] = await session.execute(_TOUCH, params)  # type: ignore[assignment]
     if touched.rowcount == 0:  # deleted meanwhile, or never the user's
         raise NotFound("conversation not found", code="conversation_not_found")
     message = Message(conversation_id=conversation_id, role="user", content=content)
@@ -173,17 +196,8 @@ async def turn_window(
 ) -> TurnWindow:
     """The newest `history` messages before `message_id`; older ones only count for turn
     indices."""
-    rows = list(
-        await session.scalars(
-            select(Message)
-            .where(
-                Message.conversation_id == conversation_id,
-                or_(Message.id <= message_id, Message.reply_to == message_id),
-            )
-            .order_by(Message.id.desc())
-            .limit(history + 2)
-        )
-    )
+    params = {"cid": conversation_id, "mid": message_id, "rows": history + 2}
+    rows = list(await session.scalars(_WINDOW, params))
     reply = next((m for m in rows if m.reply_to == message_id), None)
     user_message = next((m for m in rows if m.id == message_id), None)
     window = [m for m in rows if m.id < message_id][:history]
@@ -215,14 +229,7 @@ class Owned:
 async def with_owner(session: AsyncSession, conversation_id: str) -> Owned:
     """No owner filter: for the turn runner, which acts on a conversation a user already owns.
     The owner's quota overrides come in the same query (a turn needs its token limit)."""
-    row = (
-        await session.execute(
-            select(Conversation, User, UserQuota.limits)
-            .join(User, User.id == Conversation.user_id)
-            .outerjoin(UserQuota, UserQuota.user_id == User.id)
-            .where(Conversation.id == conversation_id)
-        )
-    ).first()
+    row = (await session.execute(_WITH_OWNER, {"cid": conversation_id})).first()
     if row is None:
         raise NotFound("conversation not found", code="conversation_not_found")
     conversation, user, overrides = row

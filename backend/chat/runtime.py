@@ -124,26 +124,27 @@ class ChatRuntime:
         many turns running as `SKILLHIVE_MAX_CONCURRENT_TURNS_PER_USER`. `owned` runs once the
         conversation is known to be the user's, before the turn can start (a socket joins the
         conversation's room there, so the ownership check is not read twice)."""
-        # Ownership before the claim: a 409 for someone else's busy conversation would tell
-        # them it exists.
+        # One session reads and writes: a second checkout cost a turn a pool round trip and a
+        # ROLLBACK on aiosqlite's thread. It holds no lock between its read and its write.
         async with self.sessionmaker() as session:
+            # Ownership before the claim: a 409 for someone else's busy conversation would tell
+            # them it exists.
             own = await conversations.quota_overrides_if_owned(session, user_id, conversation_id)
-        if owned is not None:
-            await owned()
-        limits = await self.quotas.admit_turn(user_id, own)  # 429 quota_* before writes
+            if owned is not None:
+                await owned()
+            limits = await self.quotas.admit_turn(user_id, own)  # 429 quota_* before writes
 
-        async def store() -> int:  # runs with the conversation claimed
-            # Nothing is written if refused; the user's own limit when an admin set one.
-            await self.admission.admit(user_id, conversation_id, limits["concurrent_turns"])
-            async with self.sessionmaker() as session:
+            async def store() -> int:  # runs with the conversation claimed
+                # Nothing is written if refused; the user's own limit when an admin set one.
+                await self.admission.admit(user_id, conversation_id, limits["concurrent_turns"])
                 message = await conversations.add_user_message(
                     session, user_id, conversation_id, content
                 )
                 await session.commit()
                 return message.id
 
-        with tracer.start_as_current_span("chat.send"):  # ops: the turn's trace starts here
-            return await self.transport.submit(conversation_id, user_id, store)
+            with tracer.start_as_current_span("chat.send"):  # ops: the turn's trace starts here
+                return await self.transport.submit(conversation_id, user_id, store)
 
     async def aclose(self) -> None:
         if self._machinery is not None:

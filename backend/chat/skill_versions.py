@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -42,12 +42,14 @@ class UsedVersion:
     pinned: bool
 
 
+# Built once (every turn reads it): see backend/chat/conversations.py.
+_RECORDED = select(ConversationSkill.skill, ConversationSkill.version).where(
+    ConversationSkill.conversation_id == bindparam("cid")
+)
+
+
 async def recorded(session: AsyncSession, conversation_id: str) -> dict[str, int]:
-    rows = await session.execute(
-        select(ConversationSkill.skill, ConversationSkill.version).where(
-            ConversationSkill.conversation_id == conversation_id
-        )
-    )
+    rows = await session.execute(_RECORDED, {"cid": conversation_id})
     return {row[0]: row[1] for row in rows}
 
 

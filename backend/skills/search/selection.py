@@ -10,9 +10,9 @@ row can ever match it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections import OrderedDict
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Literal
 
 from sqlalchemy import and_, exists, false, not_, or_, select, true
@@ -26,6 +26,12 @@ from backend.db.models import SYSTEM_USER_ID, Kind, SkillLabel, SkillSearch
 from backend.kinds.store import Scope
 
 PUBLIC_SKILLS = Scope(SYSTEM_USER_ID, "default")
+# The owner's row of a name, which shadows the public one. Built once: an alias proxies every
+# column of `skill_search` on first use, which cost a turn milliseconds when built per Ghost.
+_OWN = aliased(SkillSearch)
+# Conditions by Ghost (see `GhostSkills.condition`): every turn of a Ghost builds the same one.
+_CONDITIONS: OrderedDict[Hashable, ColumnElement[bool]] = OrderedDict()
+_MAX_CONDITIONS = 1024
 Operator = Literal["In", "NotIn", "Exists", "DoesNotExist"]
 
 
@@ -122,20 +128,35 @@ class GhostSkills:
     def is_public_ghost(self) -> bool:
         return self.owner.user_id == SYSTEM_USER_ID
 
-    def condition(self) -> ColumnElement[bool]:
-        return self._condition
+    def _key(self) -> Hashable:
+        selector = self.selector
+        labels = None
+        if selector is not None:
+            labels = (tuple(sorted(selector.match_labels.items())), selector.match_expressions)
+        return (self.owner, self.names, labels, self.include_public, self.plugins)
 
-    @cached_property
-    def _condition(self) -> ColumnElement[bool]:  # built once: a turn uses it several times
+    def condition(self) -> ColumnElement[bool]:
+        """Built once per distinct Ghost skills value (an LRU across turns): building it costs
+        more than running the query it filters."""
+        key = self._key()
+        found = _CONDITIONS.get(key)
+        if found is None:
+            found = _CONDITIONS[key] = self._condition()
+            if len(_CONDITIONS) > _MAX_CONDITIONS:
+                _CONDITIONS.popitem(last=False)
+        else:
+            _CONDITIONS.move_to_end(key)
+        return found
+
+    def _condition(self) -> ColumnElement[bool]:
         public = _in_scope(PUBLIC_SKILLS)
         uses_public = bool(self.names) or self.include_public or self.is_public_ghost
         if uses_public and not self.is_public_ghost:
-            own = aliased(SkillSearch)
             shadowed = exists(
-                select(own.kind_id).where(
-                    own.user_id == self.owner.user_id,
-                    own.namespace == self.owner.namespace,
-                    own.name == SkillSearch.name,
+                select(_OWN.kind_id).where(
+                    _OWN.user_id == self.owner.user_id,
+                    _OWN.namespace == self.owner.namespace,
+                    _OWN.name == SkillSearch.name,
                 )
             )
             public = and_(public, not_(shadowed))

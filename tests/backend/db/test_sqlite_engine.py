@@ -46,3 +46,26 @@ async def test_a_write_waits_for_the_write_lock_held_by_another_connection(
         await holder.close()
     finally:
         await engine.dispose()
+
+
+async def test_a_connection_returned_inside_a_transaction_is_rolled_back(tmp_path: Path) -> None:
+    # The pool skips its ROLLBACK on return when no transaction is open (backend/db/engine.py);
+    # one opened behind SQLAlchemy's back must still end, or it would keep the write lock.
+    engine = create_engine(f"sqlite:///{tmp_path}/c.db", busy_timeout=0.2)
+    try:
+        async with engine.begin() as conn:
+            await conn.exec_driver_sql("CREATE TABLE t (n INTEGER)")
+        async with engine.connect() as conn:
+            raw = await conn.get_raw_connection()
+            await raw.driver_connection.execute("INSERT INTO t VALUES (1)")
+            assert raw.driver_connection.in_transaction
+        async with engine.connect() as first, engine.connect() as second:
+            for conn in (first, second):  # whichever the pool hands back, no lock is held
+                await conn.execute(text("INSERT INTO t VALUES (2)"))
+                await conn.commit()
+            assert (await first.execute(text("SELECT n FROM t ORDER BY n"))).scalars().all() == [
+                2,
+                2,
+            ]
+    finally:
+        await engine.dispose()
