@@ -27,6 +27,7 @@ from dulwich.errors import (
     HangupException,
     NotGitRepository,
 )
+from dulwich.object_format import DEFAULT_OBJECT_FORMAT
 from dulwich.object_store import MemoryObjectStore, peel_sha
 from dulwich.objects import Blob, Commit, ObjectID, ShaFile, Tree, hex_to_sha
 from dulwich.pack import (
@@ -74,6 +75,20 @@ class EgressGitClient(AbstractHttpGitClient):
         super().__init__(base_url, quiet=True)
         self._downloader = downloader
         self._loop = loop
+        self._dumb_budget = _Budget(downloader.limits.unpacked_bytes, "the dumb server's objects")
+
+    def _check_dumb_object(self, url: str, body: bytes) -> None:
+        """Charge a dumb server's loose object or pack to the unpacked budget before dulwich,
+        which inflates them whole (`zlib.decompress`, `PackData`), sees it."""
+        if _LOOSE_OBJECT.search(url):
+            _inflate_counted(body, self._dumb_budget)
+        elif url.endswith(".pack"):
+            reader = _BudgetedPackReader(
+                DEFAULT_OBJECT_FORMAT.hash_func, BytesIO(body).read, None, budget=self._dumb_budget
+            )
+            for unpacked in reader.read_objects():  # one object in memory at a time
+                if unpacked.pack_type_num in DELTA_TYPES:
+                    self._dumb_budget.charge(_delta_target_size(unpacked.decomp_chunks))
 
     def _http_request(
         self,
@@ -98,6 +113,8 @@ class EgressGitClient(AbstractHttpGitClient):
                 raise NotGitRepository(f"no git repository answered ({fetched.status})")
             if fetched.status != 200:
                 raise GitProtocolError(f"unexpected HTTP status {fetched.status}")
+        if self.dumb and fetched.status == 200:
+            self._check_dumb_object(url, fetched.body)
         response = _Response(
             status=fetched.status,
             headers=dict(fetched.headers),
@@ -119,6 +136,16 @@ class EgressGitClient(AbstractHttpGitClient):
 
 
 _HEAD_FILE = re.compile(rb"ref: (refs/\S+)\s*")
+_LOOSE_OBJECT = re.compile(r"/objects/[0-9a-f]{2}/[0-9a-f]{38}$")
+
+
+def _inflate_counted(compressed: bytes, budget: _Budget) -> None:
+    """Inflate a zlib stream a chunk at a time, keeping nothing, charging what it makes."""
+    inflater = zlib.decompressobj()
+    pending = compressed
+    while pending and not inflater.eof:
+        budget.charge(len(inflater.decompress(pending, 1 << 20)))
+        pending = inflater.unconsumed_tail
 
 
 def _wanted(refs: Mapping[Ref, ObjectID], ref: str | None) -> ObjectID:
@@ -180,7 +207,7 @@ class _FetchStore(MemoryObjectStore):
 
     def __init__(self, unpacked_budget: int) -> None:
         super().__init__()
-        self._budget = _Budget(unpacked_budget)
+        self._budget = _Budget(unpacked_budget, "the fetched pack's objects")
         self.failure: Exception | None = None
 
     def add_thin_pack(
@@ -214,8 +241,9 @@ class _Budget:
     charged from what the pack declares, before zlib or a delta produces them (a 64 MiB pack of
     zeros declares gigabytes)."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, what: str) -> None:
         self.limit = limit
+        self.what = what
         self.used = 0
 
     def charge(self, size: int) -> None:
@@ -223,7 +251,7 @@ class _Budget:
         if self.used > self.limit:
             raise PackageError(
                 ErrorCode.UNCOMPRESSED_TOO_LARGE,
-                f"the fetched objects add up to more than {self.limit} bytes",
+                f"{self.what} add up to more than {self.limit} bytes",
                 limit=self.limit,
             )
 

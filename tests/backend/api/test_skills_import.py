@@ -297,3 +297,26 @@ async def test_a_tree_over_the_file_or_size_limit_is_refused_whole(
     app.state.settings = saved
     listed = await client.get(SKILLS, headers=alice.headers)
     assert listed.json()["items"] == []
+
+
+@pytest.mark.parametrize("served", ["/git", "/dumb"])
+async def test_objects_inflating_past_the_unpacked_limit_are_refused_as_they_are_read(
+    app: FastAPI,
+    client: httpx.AsyncClient,
+    alice: Account,
+    server: SourceServer,
+    tmp_path: Path,
+    served: str,
+) -> None:
+    # 4 MiB of zeros compresses to a few KiB: refused from what the pack or the loose object
+    # declares or inflates to while it is read, not after the whole tree is inflated.
+    git_repo(tmp_path / "repo", {**skill_files("alpha"), "skills/alpha/zeros.bin": bytes(4 << 20)})
+    server.repos["skills"] = tmp_path / "repo"
+    app.state.settings = app.state.settings.model_copy(
+        update={"import_max_unpacked_bytes": 1 << 20}
+    )
+    response = await do_import(client, alice, server.url(f"{served}/skills.git"))
+    assert_error(response, 422, "uncompressed_too_large")
+    refuser = "the dumb server's objects" if served == "/dumb" else "the fetched pack's objects"
+    assert response.json()["error"]["message"].startswith(refuser)
+    assert (await client.get(SKILLS, headers=alice.headers)).json()["items"] == []
