@@ -25,8 +25,10 @@ Tenancy and the Ghost's selection are the SQL condition of selection.py, in both
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Dialect, Select, func, literal_column, select
@@ -84,7 +86,7 @@ class _Where:
     """A search's condition as driver SQL over `skill_search`, and its parameters."""
 
     sql: str
-    params: dict[str, Any]
+    params: Mapping[str, Any]
     percent: str  # how a literal `%` is written in this driver's SQL
 
 
@@ -101,26 +103,41 @@ def _driver_dialect(bound: Dialect) -> Dialect:
     return found
 
 
-def _where_sql(session: AsyncSession, where: ColumnElement[bool]) -> _Where:
-    """`where` compiled once per search and pasted into each of its statements as text.
+_WHERE_CACHE_SIZE = 256
+_WHERES: OrderedDict[tuple[str, str], _Where] = OrderedDict()
+
+
+def where_sql(session: AsyncSession, source: SkillSource) -> _Where:
+    """The condition of `source`, compiled once and pasted into each statement of a search as text.
 
     The statements differ per request (their stems), so SQLAlchemy could not cache them, and
     compiling the selection's condition a dozen times per search cost more than running the
-    queries. Compiled inside a SELECT so its correlated subqueries correlate to `skill_search`."""
+    queries. A source is plain data (owner, names, selector), so its compiled condition is kept
+    per process (least recently used out): it holds no row of the database, only the SQL that
+    reads them. Compiled inside a SELECT so its correlated subqueries correlate to
+    `skill_search`."""
     dialect = _driver_dialect(session.get_bind().dialect)
+    key = (dialect.name, repr(source))
+    found = _WHERES.get(key)
+    if found is not None:
+        _WHERES.move_to_end(key)
+        return found
     stmt: Select[Any] = select(literal_column("1")).select_from(SkillSearch.__table__)
-    compiled = stmt.where(where).compile(
+    compiled = stmt.where(source.condition()).compile(
         dialect=dialect, compile_kwargs={"render_postcompile": True}
     )
     head, _, condition = compiled.string.partition("WHERE ")
     assert head.split() == ["SELECT", "1", "FROM", "skill_search"], compiled.string
     percent = "%%" if dialect.paramstyle in ("format", "pyformat") else "%"
-    return _Where(condition, dict(compiled.params), percent)
+    found = _WHERES[key] = _Where(condition, MappingProxyType(dict(compiled.params)), percent)
+    if len(_WHERES) > _WHERE_CACHE_SIZE:
+        _WHERES.popitem(last=False)
+    return found
 
 
 async def _rows(session: AsyncSession, sql: str, where: _Where) -> Sequence[Any]:
     connection = await session.connection()
-    return (await connection.exec_driver_sql(sql, where.params)).all()
+    return (await connection.exec_driver_sql(sql, dict(where.params))).all()
 
 
 def _pg_query(stems: Sequence[str]) -> str:
@@ -236,21 +253,33 @@ async def _candidates(
     fence = " OFFSET 0" if dialect == "postgresql" else ""
     stmt = (
         f"SELECT kind_id, user_id, namespace, name, description, "
-        f"{', '.join(_presence(scored, where.percent))} FROM (SELECT kind_id, user_id, namespace, "
+        f"{_presence(scored, where.percent)} AS flags FROM (SELECT kind_id, user_id, namespace, "
         f"name, description, {padded} FROM skill_search WHERE kind_id IN ({ids}){fence}) AS c"
     )
     return await _rows(session, stmt, where)
 
 
-def _presence(stems: Sequence[str], percent: str) -> list[str]:
-    """Whether each term field holds each stem, field by field: what scoring needs, computed
-    where the rows are. Fetching the fields instead moved kilobytes of body terms per candidate
-    to Python to test a handful of words. Stems are letters and digits (text.py)."""
-    return [
-        f"c.f{i} LIKE '{percent} {stem} {percent}'"
-        for i in range(len(FIELD_WEIGHTS))
-        for stem in stems
-    ]
+def _presence(stems: Sequence[str], percent: str) -> str:
+    """Whether each term field holds each stem, field by field, as one string of `0` and `1`:
+    what scoring needs, computed where the rows are. Fetching the fields instead moved
+    kilobytes of body terms per candidate to Python to test a handful of words; one column per
+    flag cost more to describe and convert than the scoring. Stems are letters and digits."""
+    return _concat(
+        [
+            f"CASE WHEN c.f{i} LIKE '{percent} {stem} {percent}' THEN '1' ELSE '0' END"
+            for i in range(len(FIELD_WEIGHTS))
+            for stem in stems
+        ]
+    )
+
+
+def _concat(parts: Sequence[str]) -> str:
+    """`parts` joined with `||` as a balanced tree: a long request stays far below SQLite's
+    expression depth limit."""
+    if len(parts) == 1:
+        return parts[0]
+    half = len(parts) // 2
+    return f"({_concat(parts[:half])} || {_concat(parts[half:])})"
 
 
 def _pool(present: Sequence[str], df: dict[str, int]) -> list[str]:
@@ -301,19 +330,20 @@ class Scorer:
         self._total = sum(weights)
         self._unit = idf(0, n)
 
-    def coverage(self, flags: Sequence[Any]) -> float:
-        """The IDF-weighted share of the request's terms the row covers, in [0, 1]."""
+    def coverage(self, flags: str) -> float:
+        """The IDF-weighted share of the request's terms the row covers, in [0, 1]; `flags` is
+        `_presence`'s string."""
         if self._total <= 0:
             return 0.0
         got = 0.0
         for weight, credits in self._terms:
             for credit, index in credits:
-                if flags[index]:
+                if flags[index] == "1":
                     got += weight * credit
                     break
         return got / self._total
 
-    def score(self, flags: Sequence[Any]) -> float:
+    def score(self, flags: str) -> float:
         share = self.coverage(flags)
         units = share * self._total / self._unit
         return math.sqrt(share * units / (units + EVIDENCE_HALF))
@@ -339,7 +369,7 @@ async def search(
         return []
     stems = sorted({s for t in terms for s in t.all_stems})
     dialect = session.get_bind().dialect.name
-    where = _where_sql(session, source.condition())
+    where = where_sql(session, source)
     if counted is None and dialect == "postgresql":
         await session.execute(select(gin_only()))
     n, df = await _frequencies(session, dialect, where, stems, counted)
@@ -355,7 +385,7 @@ async def search(
     scorer = Scorer(terms, _term_weights(terms, df, n), present, n)
     hits = []
     for row in rows:
-        value = round(scorer.score(row[5:]), 4)
+        value = round(scorer.score(row.flags), 4)
         if value >= threshold:
             namespace = PUBLIC_NAMESPACE if row.user_id == SYSTEM_USER_ID else row.namespace
             hits.append(
