@@ -31,9 +31,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Dialect, Select, func, literal_column, select
+from sqlalchemy import Dialect, Select, literal_column, select
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.sql.elements import ColumnElement
 
 from backend.db.models import SYSTEM_USER_ID, SkillSearch
 from backend.skills.search.selection import SkillSource
@@ -160,43 +159,64 @@ def _bounded_count(where: str, cap: int) -> str:
     return f"(SELECT count(*) FROM (SELECT 1 FROM skill_search WHERE {where} LIMIT {cap}) AS r)"
 
 
-async def _frequencies(
-    session: AsyncSession,
-    dialect: str,
-    where: _Where,
-    stems: Sequence[str],
-    counted: int | None,
-) -> tuple[int, dict[str, int]]:
-    """(rows searched, rows holding each stem), each counted up to its cap; the rows are
-    counted here unless the caller did (`counted`)."""
+@dataclass(frozen=True)
+class Counts:
+    """What a request's scores rest on, over exactly the rows searched: how many rows there are
+    (up to `ROWS_CAP`) and how many hold each of the request's stems (each up to `DF_CAP`)."""
+
+    rows: int
+    df: Mapping[str, int]
+
+
+def request_stems(terms: Sequence[QueryTerm]) -> list[str]:
+    """Every stem a search for `terms` counts and tests (the terms and their expansions)."""
+    return sorted({s for t in terms for s in t.all_stems})
+
+
+def frequencies_sql(dialect: str, where: _Where, stems: Sequence[str]) -> str:
+    """One SQL expression: how many rows of `where` hold each of `stems`, each counted up to
+    `DF_CAP`, as text `n1,n2,...` in the order of `stems` (`read_frequencies` reads it). An
+    expression, so a caller's statement can carry it (the turn's catalog query does)."""
     if dialect == "postgresql":
         # One counting subquery, run per stem: planned once, and the condition sent once.
         stem_list = ", ".join(f"'{s}'" for s in stems)  # stems are letters and digits only
-        per_stem = _bounded_count(f"({where.sql}) AND skill_search.document @@ s.q", DF_CAP)
-        sql = (
-            f"SELECT s.stem, {per_stem} FROM (SELECT stem, to_tsquery('simple'::regconfig, "
-            f"quote_literal(stem)) AS q FROM unnest(ARRAY[{stem_list}]::text[]) AS u(stem)) AS s"
+        holds = "to_tsquery('simple'::regconfig, quote_literal(u.stem))"
+        per_stem = _bounded_count(f"({where.sql}) AND skill_search.document @@ {holds}", DF_CAP)
+        return (
+            f"(SELECT string_agg({per_stem}::text, ',' ORDER BY u.ord) "
+            f"FROM unnest(ARRAY[{stem_list}]::text[]) WITH ORDINALITY AS u(stem, ord))"
         )
-        if counted is None:  # the row count comes as the empty stem
-            sql = f"SELECT '', {_bounded_count(where.sql, ROWS_CAP)} UNION ALL {sql}"
-        df = {stem: int(count) for stem, count in await _rows(session, sql, where)}
-        rows = df.pop("") if counted is None else counted
-        return min(rows, ROWS_CAP), df
     counts = [_bounded_count(f"({where.sql}) AND {_contains(dialect, [s])}", DF_CAP) for s in stems]
-    if counted is None:
-        counts.append(_bounded_count(where.sql, ROWS_CAP))
-    (row,) = await _rows(session, f"SELECT {', '.join(counts)}", where)
-    n = int(row[-1]) if counted is None else min(counted, ROWS_CAP)
-    return n, {s: int(row[i]) for i, s in enumerate(stems)}
+    return _concat([part for count in counts for part in (count, "','")][:-1])
 
 
-def gin_only() -> ColumnElement[Any]:
-    """Selected on PostgreSQL, keeps the plans of the rest of the transaction on the GIN
-    indexes: every step of a search then reads matches through them (exact: no tsvector is
-    decoded to count or find them); the planner would rather filter rows by owner and decode
-    the tsvector of each. For the rest of this transaction only (callers end it soon after)."""
-    off = [func.set_config(name, "off", True) for name in ("enable_seqscan", "enable_indexscan")]
-    return func.concat(*off).label("gin_only")
+def read_frequencies(stems: Sequence[str], value: object) -> dict[str, int]:
+    counts = str(value).split(",")  # SQLite gives a lone count as a number
+    assert len(counts) == len(stems), (stems, value)
+    return {stem: int(count) for stem, count in zip(stems, counts, strict=True)}
+
+
+# Selected on PostgreSQL, keeps the plans of the rest of the transaction on the GIN indexes:
+# every step of a search then reads matches through them (exact: no tsvector is decoded to
+# count or find them); the planner would rather filter rows by owner and decode the tsvector
+# of each. For the rest of this transaction only (callers end it soon after). The statement
+# selecting it is planned before it runs: it sets the plans of the statements that follow.
+GIN_ONLY = (
+    "concat(set_config('enable_seqscan', 'off', true), set_config('enable_indexscan', 'off', true))"
+)
+
+
+async def _counts(
+    session: AsyncSession, dialect: str, where: _Where, stems: Sequence[str]
+) -> Counts:
+    """The rows searched and the rows holding each stem, in one statement that on PostgreSQL
+    also keeps the search's next statement on the GIN indexes (`GIN_ONLY`; the counts find
+    their rows through GIN anyway: their stems are known only when they run)."""
+    columns = [frequencies_sql(dialect, where, stems), _bounded_count(where.sql, ROWS_CAP)]
+    if dialect == "postgresql":
+        columns.append(GIN_ONLY)
+    (row,) = await _rows(session, f"SELECT {', '.join(columns)}", where)
+    return Counts(min(int(row[1]), ROWS_CAP), read_frequencies(stems, row[0]))
 
 
 _HEAD_COLUMNS = "{name_terms tag_terms when_terms desc_terms}"
@@ -282,7 +302,7 @@ def _concat(parts: Sequence[str]) -> str:
     return f"({_concat(parts[:half])} || {_concat(parts[half:])})"
 
 
-def _pool(present: Sequence[str], df: dict[str, int]) -> list[str]:
+def _pool(present: Sequence[str], df: Mapping[str, int]) -> list[str]:
     """The terms candidates come from: the rarest, as long as together they match at most
     RANK_POOL rows (at least one term). A skill holding only commoner terms of the request
     cannot outscore one holding its rarest; the engine ranks a bounded set."""
@@ -297,7 +317,7 @@ def _pool(present: Sequence[str], df: dict[str, int]) -> list[str]:
     return pool
 
 
-def _term_weights(terms: Sequence[QueryTerm], df: dict[str, int], n: int) -> list[float]:
+def _term_weights(terms: Sequence[QueryTerm], df: Mapping[str, int], n: int) -> list[float]:
     weights = []
     for term in terms:
         seen = df.get(term.stem, 0) or max((df.get(a, 0) for a in term.alternatives), default=0)
@@ -356,23 +376,24 @@ async def search(
     *,
     limit: int,
     threshold: float,
-    counted: int | None = None,
+    counts: Counts | None = None,
     rerank: SemanticRanker | None = None,
 ) -> list[SearchHit]:
     """The skills of `source` that fit `query`, best first, each scoring at least `threshold`;
     with `rerank`, its best lexical matches ordered semantically (semantic.py).
 
-    `counted`: the rows of `source`, counted up to `ROWS_CAP` by the caller in this transaction
-    with `gin_only()` among the columns (the turn's catalog query does both in one step)."""
+    `counts`: the request's `Counts`, made by the caller in this transaction (`frequencies_sql`
+    over `request_stems(query_terms(query))`) in a statement that on PostgreSQL selects
+    `GIN_ONLY` too: the turn's catalog query does it all in one step."""
     terms = query_terms(query)
     if not terms or limit <= 0:
         return []
-    stems = sorted({s for t in terms for s in t.all_stems})
+    stems = request_stems(terms)
     dialect = session.get_bind().dialect.name
     where = where_sql(session, source)
-    if counted is None and dialect == "postgresql":
-        await session.execute(select(gin_only()))
-    n, df = await _frequencies(session, dialect, where, stems, counted)
+    if counts is None or counts.df.keys() != set(stems):
+        counts = await _counts(session, dialect, where, stems)
+    n, df = counts.rows, counts.df
     present = [s for s in stems if df[s] > 0]
     if not present:
         return []
