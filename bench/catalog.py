@@ -141,7 +141,7 @@ async def ghost_turn(
     async with sessionmaker() as session:
         await ghosts.create(session, Scope(user_id, namespace), body, caller_id=user_id)
         conversation = await conversations.create(session, user_id, f"{namespace}/helper", "bench")
-        message = await conversations.add_user_message(session, conversation, MESSAGE)
+        message = await conversations.add_user_message(session, user_id, conversation.id, MESSAGE)
         await session.commit()
         return conversation.id, message.id
 

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from backend.chat.builder import skill_spec
@@ -28,10 +28,20 @@ from backend.crd.stored import stored
 from backend.db.models import SYSTEM_USER_ID, Kind, SkillSearch, SkillVersion
 from backend.errors import SkillhiveError
 from backend.skills import versions
-from backend.skills.search.engine import ROWS_CAP, gin_only, search
+from backend.skills.search.engine import (
+    GIN_ONLY,
+    ROWS_CAP,
+    Counts,
+    frequencies_sql,
+    read_frequencies,
+    request_stems,
+    search,
+    where_sql,
+)
 from backend.skills.search.index import ENTRY_OVERHEAD_CHARS
 from backend.skills.search.selection import GhostSkills
 from backend.skills.search.semantic import SemanticRanker
+from backend.skills.search.text import query_terms
 from chat_shell import CatalogEntry, SkillMatch, SkillSpec
 
 COMPACT_MATCHES = 5  # best matches for the user's message in a compact catalog
@@ -157,29 +167,46 @@ async def _pinned_descriptions(
 class _Catalog:
     fits: bool  # the full catalog fits the budget
     secrets: bool  # a skill names a user secret in its MCP servers
-    counted: int  # the Ghost's skills, counted up to at least `ROWS_CAP` (search's statistics)
+    counts: Counts | None  # when it does not fit: the statistics of the search for the message
 
 
-async def _catalog_size(session: AsyncSession, source: GhostSkills, budget_tokens: int) -> _Catalog:
-    """Whether the full catalog fits the budget, whether a skill names a user secret, and how
-    many skills there are, in one query that reads at most as many rows as the budget could
-    hold or search counts. On PostgreSQL it also sets the plans for a search that follows."""
-    where = source.condition()
+async def _catalog_size(
+    session: AsyncSession, source: GhostSkills, budget_tokens: int, stems: Sequence[str]
+) -> _Catalog:
+    """Whether the full catalog fits the budget, whether a skill names a user secret, and when
+    it does not fit, the counts of the search for the message (`stems`), in one query that
+    reads at most as many rows as the budget could hold or search counts. The counts are
+    made only when the catalog does not fit (a CASE branch the database never enters
+    otherwise). On PostgreSQL it also sets the plans for the search that follows."""
+    dialect = session.get_bind().dialect.name
+    where = where_sql(session, source)
     budget_chars = budget_tokens * CHARS_PER_TOKEN
     most = budget_chars // _MIN_ENTRY_CHARS
     read = max(most + 1, ROWS_CAP)
-    sizes = select(SkillSearch.catalog_chars.label("chars")).where(where).limit(read).subquery()
-    secret = select(SkillSearch.kind_id).where(where, SkillSearch.uses_secrets.is_(True)).limit(1)
-    columns: list[Any] = [
-        func.count(),
-        func.coalesce(func.sum(sizes.c.chars), 0),
-        secret.exists().select().scalar_subquery(),
+    total = "coalesce(sum(sizes.chars), 0)"
+    columns = [
+        "count(*)",
+        total,
+        f"EXISTS (SELECT 1 FROM skill_search WHERE ({where.sql}) "
+        "AND skill_search.uses_secrets IS true)",
     ]
-    if session.get_bind().dialect.name == "postgresql":
-        columns.append(gin_only())
-    row = (await session.execute(select(*columns).select_from(sizes))).one()
-    count, total, secrets = row[0], row[1], row[2]
-    return _Catalog(bool(count <= most and total <= budget_chars), bool(secrets), int(count))
+    if stems:
+        frequencies = frequencies_sql(dialect, where, stems)
+        columns.append(
+            f"CASE WHEN count(*) > {most} OR {total} > {budget_chars} THEN {frequencies} END"
+        )
+    if dialect == "postgresql":
+        columns.append(GIN_ONLY)
+    sizes = f"SELECT skill_search.catalog_chars AS chars FROM skill_search WHERE {where.sql}"
+    sql = f"SELECT {', '.join(columns)} FROM ({sizes} LIMIT {read}) AS sizes"
+    connection = await session.connection()
+    row: Any = (await connection.exec_driver_sql(sql, dict(where.params))).one()
+    count, chars, secrets = int(row[0]), int(row[1]), bool(row[2])
+    fits = count <= most and chars <= budget_chars
+    counts = None
+    if not fits and stems:
+        counts = Counts(min(count, ROWS_CAP), read_frequencies(stems, row[3]))
+    return _Catalog(fits, secrets, counts)
 
 
 async def _specs(
@@ -222,7 +249,7 @@ async def turn_skills(
     pins = pins or {}
     used: dict[str, UsedVersion] = {}
     where = source.condition()
-    size = await _catalog_size(session, source, budget_tokens)
+    size = await _catalog_size(session, source, budget_tokens, request_stems(query_terms(message)))
     if size.fits:
         rows = (
             await session.execute(select(*_ENTRY_COLUMNS).where(where).order_by(SkillSearch.name))
@@ -242,7 +269,7 @@ async def turn_skills(
         message,
         limit=COMPACT_MATCHES,
         threshold=threshold,
-        counted=size.counted,
+        counts=size.counts,
         rerank=rerank,
     )
     pinned = await _pinned_descriptions(session, cache, [*started, *matches], pins)

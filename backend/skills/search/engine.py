@@ -25,13 +25,14 @@ Tenancy and the Ghost's selection are the SQL condition of selection.py, in both
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Dialect, Select, func, literal_column, select
+from sqlalchemy import Dialect, Select, literal_column, select
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.sql.elements import ColumnElement
 
 from backend.db.models import SYSTEM_USER_ID, SkillSearch
 from backend.skills.search.selection import SkillSource
@@ -84,7 +85,7 @@ class _Where:
     """A search's condition as driver SQL over `skill_search`, and its parameters."""
 
     sql: str
-    params: dict[str, Any]
+    params: Mapping[str, Any]
     percent: str  # how a literal `%` is written in this driver's SQL
 
 
@@ -101,26 +102,41 @@ def _driver_dialect(bound: Dialect) -> Dialect:
     return found
 
 
-def _where_sql(session: AsyncSession, where: ColumnElement[bool]) -> _Where:
-    """`where` compiled once per search and pasted into each of its statements as text.
+_WHERE_CACHE_SIZE = 256
+_WHERES: OrderedDict[tuple[str, str], _Where] = OrderedDict()
+
+
+def where_sql(session: AsyncSession, source: SkillSource) -> _Where:
+    """The condition of `source`, compiled once and pasted into each statement of a search as text.
 
     The statements differ per request (their stems), so SQLAlchemy could not cache them, and
     compiling the selection's condition a dozen times per search cost more than running the
-    queries. Compiled inside a SELECT so its correlated subqueries correlate to `skill_search`."""
+    queries. A source is plain data (owner, names, selector), so its compiled condition is kept
+    per process (least recently used out): it holds no row of the database, only the SQL that
+    reads them. Compiled inside a SELECT so its correlated subqueries correlate to
+    `skill_search`."""
     dialect = _driver_dialect(session.get_bind().dialect)
+    key = (dialect.name, repr(source))
+    found = _WHERES.get(key)
+    if found is not None:
+        _WHERES.move_to_end(key)
+        return found
     stmt: Select[Any] = select(literal_column("1")).select_from(SkillSearch.__table__)
-    compiled = stmt.where(where).compile(
+    compiled = stmt.where(source.condition()).compile(
         dialect=dialect, compile_kwargs={"render_postcompile": True}
     )
     head, _, condition = compiled.string.partition("WHERE ")
     assert head.split() == ["SELECT", "1", "FROM", "skill_search"], compiled.string
     percent = "%%" if dialect.paramstyle in ("format", "pyformat") else "%"
-    return _Where(condition, dict(compiled.params), percent)
+    found = _WHERES[key] = _Where(condition, MappingProxyType(dict(compiled.params)), percent)
+    if len(_WHERES) > _WHERE_CACHE_SIZE:
+        _WHERES.popitem(last=False)
+    return found
 
 
 async def _rows(session: AsyncSession, sql: str, where: _Where) -> Sequence[Any]:
     connection = await session.connection()
-    return (await connection.exec_driver_sql(sql, where.params)).all()
+    return (await connection.exec_driver_sql(sql, dict(where.params))).all()
 
 
 def _pg_query(stems: Sequence[str]) -> str:
@@ -143,43 +159,64 @@ def _bounded_count(where: str, cap: int) -> str:
     return f"(SELECT count(*) FROM (SELECT 1 FROM skill_search WHERE {where} LIMIT {cap}) AS r)"
 
 
-async def _frequencies(
-    session: AsyncSession,
-    dialect: str,
-    where: _Where,
-    stems: Sequence[str],
-    counted: int | None,
-) -> tuple[int, dict[str, int]]:
-    """(rows searched, rows holding each stem), each counted up to its cap; the rows are
-    counted here unless the caller did (`counted`)."""
+@dataclass(frozen=True)
+class Counts:
+    """What a request's scores rest on, over exactly the rows searched: how many rows there are
+    (up to `ROWS_CAP`) and how many hold each of the request's stems (each up to `DF_CAP`)."""
+
+    rows: int
+    df: Mapping[str, int]
+
+
+def request_stems(terms: Sequence[QueryTerm]) -> list[str]:
+    """Every stem a search for `terms` counts and tests (the terms and their expansions)."""
+    return sorted({s for t in terms for s in t.all_stems})
+
+
+def frequencies_sql(dialect: str, where: _Where, stems: Sequence[str]) -> str:
+    """One SQL expression: how many rows of `where` hold each of `stems`, each counted up to
+    `DF_CAP`, as text `n1,n2,...` in the order of `stems` (`read_frequencies` reads it). An
+    expression, so a caller's statement can carry it (the turn's catalog query does)."""
     if dialect == "postgresql":
         # One counting subquery, run per stem: planned once, and the condition sent once.
         stem_list = ", ".join(f"'{s}'" for s in stems)  # stems are letters and digits only
-        per_stem = _bounded_count(f"({where.sql}) AND skill_search.document @@ s.q", DF_CAP)
-        sql = (
-            f"SELECT s.stem, {per_stem} FROM (SELECT stem, to_tsquery('simple'::regconfig, "
-            f"quote_literal(stem)) AS q FROM unnest(ARRAY[{stem_list}]::text[]) AS u(stem)) AS s"
+        holds = "to_tsquery('simple'::regconfig, quote_literal(u.stem))"
+        per_stem = _bounded_count(f"({where.sql}) AND skill_search.document @@ {holds}", DF_CAP)
+        return (
+            f"(SELECT string_agg({per_stem}::text, ',' ORDER BY u.ord) "
+            f"FROM unnest(ARRAY[{stem_list}]::text[]) WITH ORDINALITY AS u(stem, ord))"
         )
-        if counted is None:  # the row count comes as the empty stem
-            sql = f"SELECT '', {_bounded_count(where.sql, ROWS_CAP)} UNION ALL {sql}"
-        df = {stem: int(count) for stem, count in await _rows(session, sql, where)}
-        rows = df.pop("") if counted is None else counted
-        return min(rows, ROWS_CAP), df
     counts = [_bounded_count(f"({where.sql}) AND {_contains(dialect, [s])}", DF_CAP) for s in stems]
-    if counted is None:
-        counts.append(_bounded_count(where.sql, ROWS_CAP))
-    (row,) = await _rows(session, f"SELECT {', '.join(counts)}", where)
-    n = int(row[-1]) if counted is None else min(counted, ROWS_CAP)
-    return n, {s: int(row[i]) for i, s in enumerate(stems)}
+    return _concat([part for count in counts for part in (count, "','")][:-1])
 
 
-def gin_only() -> ColumnElement[Any]:
-    """Selected on PostgreSQL, keeps the plans of the rest of the transaction on the GIN
-    indexes: every step of a search then reads matches through them (exact: no tsvector is
-    decoded to count or find them); the planner would rather filter rows by owner and decode
-    the tsvector of each. For the rest of this transaction only (callers end it soon after)."""
-    off = [func.set_config(name, "off", True) for name in ("enable_seqscan", "enable_indexscan")]
-    return func.concat(*off).label("gin_only")
+def read_frequencies(stems: Sequence[str], value: object) -> dict[str, int]:
+    counts = str(value).split(",")  # SQLite gives a lone count as a number
+    assert len(counts) == len(stems), (stems, value)
+    return {stem: int(count) for stem, count in zip(stems, counts, strict=True)}
+
+
+# Selected on PostgreSQL, keeps the plans of the rest of the transaction on the GIN indexes:
+# every step of a search then reads matches through them (exact: no tsvector is decoded to
+# count or find them); the planner would rather filter rows by owner and decode the tsvector
+# of each. For the rest of this transaction only (callers end it soon after). The statement
+# selecting it is planned before it runs: it sets the plans of the statements that follow.
+GIN_ONLY = (
+    "concat(set_config('enable_seqscan', 'off', true), set_config('enable_indexscan', 'off', true))"
+)
+
+
+async def _counts(
+    session: AsyncSession, dialect: str, where: _Where, stems: Sequence[str]
+) -> Counts:
+    """The rows searched and the rows holding each stem, in one statement that on PostgreSQL
+    also keeps the search's next statement on the GIN indexes (`GIN_ONLY`; the counts find
+    their rows through GIN anyway: their stems are known only when they run)."""
+    columns = [frequencies_sql(dialect, where, stems), _bounded_count(where.sql, ROWS_CAP)]
+    if dialect == "postgresql":
+        columns.append(GIN_ONLY)
+    (row,) = await _rows(session, f"SELECT {', '.join(columns)}", where)
+    return Counts(min(int(row[1]), ROWS_CAP), read_frequencies(stems, row[0]))
 
 
 _HEAD_COLUMNS = "{name_terms tag_terms when_terms desc_terms}"
@@ -236,24 +273,36 @@ async def _candidates(
     fence = " OFFSET 0" if dialect == "postgresql" else ""
     stmt = (
         f"SELECT kind_id, user_id, namespace, name, description, "
-        f"{', '.join(_presence(scored, where.percent))} FROM (SELECT kind_id, user_id, namespace, "
+        f"{_presence(scored, where.percent)} AS flags FROM (SELECT kind_id, user_id, namespace, "
         f"name, description, {padded} FROM skill_search WHERE kind_id IN ({ids}){fence}) AS c"
     )
     return await _rows(session, stmt, where)
 
 
-def _presence(stems: Sequence[str], percent: str) -> list[str]:
-    """Whether each term field holds each stem, field by field: what scoring needs, computed
-    where the rows are. Fetching the fields instead moved kilobytes of body terms per candidate
-    to Python to test a handful of words. Stems are letters and digits (text.py)."""
-    return [
-        f"c.f{i} LIKE '{percent} {stem} {percent}'"
-        for i in range(len(FIELD_WEIGHTS))
-        for stem in stems
-    ]
+def _presence(stems: Sequence[str], percent: str) -> str:
+    """Whether each term field holds each stem, field by field, as one string of `0` and `1`:
+    what scoring needs, computed where the rows are. Fetching the fields instead moved
+    kilobytes of body terms per candidate to Python to test a handful of words; one column per
+    flag cost more to describe and convert than the scoring. Stems are letters and digits."""
+    return _concat(
+        [
+            f"CASE WHEN c.f{i} LIKE '{percent} {stem} {percent}' THEN '1' ELSE '0' END"
+            for i in range(len(FIELD_WEIGHTS))
+            for stem in stems
+        ]
+    )
 
 
-def _pool(present: Sequence[str], df: dict[str, int]) -> list[str]:
+def _concat(parts: Sequence[str]) -> str:
+    """`parts` joined with `||` as a balanced tree: a long request stays far below SQLite's
+    expression depth limit."""
+    if len(parts) == 1:
+        return parts[0]
+    half = len(parts) // 2
+    return f"({_concat(parts[:half])} || {_concat(parts[half:])})"
+
+
+def _pool(present: Sequence[str], df: Mapping[str, int]) -> list[str]:
     """The terms candidates come from: the rarest, as long as together they match at most
     RANK_POOL rows (at least one term). A skill holding only commoner terms of the request
     cannot outscore one holding its rarest; the engine ranks a bounded set."""
@@ -268,7 +317,7 @@ def _pool(present: Sequence[str], df: dict[str, int]) -> list[str]:
     return pool
 
 
-def _term_weights(terms: Sequence[QueryTerm], df: dict[str, int], n: int) -> list[float]:
+def _term_weights(terms: Sequence[QueryTerm], df: Mapping[str, int], n: int) -> list[float]:
     weights = []
     for term in terms:
         seen = df.get(term.stem, 0) or max((df.get(a, 0) for a in term.alternatives), default=0)
@@ -301,19 +350,20 @@ class Scorer:
         self._total = sum(weights)
         self._unit = idf(0, n)
 
-    def coverage(self, flags: Sequence[Any]) -> float:
-        """The IDF-weighted share of the request's terms the row covers, in [0, 1]."""
+    def coverage(self, flags: str) -> float:
+        """The IDF-weighted share of the request's terms the row covers, in [0, 1]; `flags` is
+        `_presence`'s string."""
         if self._total <= 0:
             return 0.0
         got = 0.0
         for weight, credits in self._terms:
             for credit, index in credits:
-                if flags[index]:
+                if flags[index] == "1":
                     got += weight * credit
                     break
         return got / self._total
 
-    def score(self, flags: Sequence[Any]) -> float:
+    def score(self, flags: str) -> float:
         share = self.coverage(flags)
         units = share * self._total / self._unit
         return math.sqrt(share * units / (units + EVIDENCE_HALF))
@@ -326,23 +376,24 @@ async def search(
     *,
     limit: int,
     threshold: float,
-    counted: int | None = None,
+    counts: Counts | None = None,
     rerank: SemanticRanker | None = None,
 ) -> list[SearchHit]:
     """The skills of `source` that fit `query`, best first, each scoring at least `threshold`;
     with `rerank`, its best lexical matches ordered semantically (semantic.py).
 
-    `counted`: the rows of `source`, counted up to `ROWS_CAP` by the caller in this transaction
-    with `gin_only()` among the columns (the turn's catalog query does both in one step)."""
+    `counts`: the request's `Counts`, made by the caller in this transaction (`frequencies_sql`
+    over `request_stems(query_terms(query))`) in a statement that on PostgreSQL selects
+    `GIN_ONLY` too: the turn's catalog query does it all in one step."""
     terms = query_terms(query)
     if not terms or limit <= 0:
         return []
-    stems = sorted({s for t in terms for s in t.all_stems})
+    stems = request_stems(terms)
     dialect = session.get_bind().dialect.name
-    where = _where_sql(session, source.condition())
-    if counted is None and dialect == "postgresql":
-        await session.execute(select(gin_only()))
-    n, df = await _frequencies(session, dialect, where, stems, counted)
+    where = where_sql(session, source)
+    if counts is None or counts.df.keys() != set(stems):
+        counts = await _counts(session, dialect, where, stems)
+    n, df = counts.rows, counts.df
     present = [s for s in stems if df[s] > 0]
     if not present:
         return []
@@ -355,7 +406,7 @@ async def search(
     scorer = Scorer(terms, _term_weights(terms, df, n), present, n)
     hits = []
     for row in rows:
-        value = round(scorer.score(row[5:]), 4)
+        value = round(scorer.score(row.flags), 4)
         if value >= threshold:
             namespace = PUBLIC_NAMESPACE if row.user_id == SYSTEM_USER_ID else row.namespace
             hits.append(
