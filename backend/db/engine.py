@@ -54,19 +54,51 @@ def _sqlite_pragmas(busy_timeout: float) -> Callable[[Any, Any], None]:
 
 
 def create_engine(
-    url: str, *, pool_size: int = 10, pool_timeout: float = 30.0, busy_timeout: float = 30.0
+    url: str,
+    *,
+    pool_size: int = 10,
+    pool_timeout: float = 30.0,
+    busy_timeout: float = 30.0,
+    autocommit: bool = False,
+    overflow: int | None = None,
 ) -> AsyncEngine:
     """`pool_timeout`: how long a checkout waits for a free connection before SQLAlchemy's
     `TimeoutError`; `busy_timeout` (SQLite): how long a write waits for the write lock before
-    "database is locked". The API answers both 503 `dependency_unavailable`."""
+    "database is locked". The API answers both 503 `dependency_unavailable`. `overflow`:
+    connections beyond `pool_size` (default: as many again). `autocommit`: each statement is
+    its own transaction, with no BEGIN / ROLLBACK round trips (single-statement reads)."""
     target = async_url(url)
-    pool = {"pool_size": pool_size, "max_overflow": pool_size, "pool_timeout": pool_timeout}
+    pool: dict[str, Any] = {
+        "pool_size": pool_size,
+        "max_overflow": pool_size if overflow is None else overflow,
+        "pool_timeout": pool_timeout,
+    }
+    if autocommit:
+        pool["isolation_level"] = "AUTOCOMMIT"
     if target.get_backend_name() == "sqlite":
         in_memory = target.database in (None, "", ":memory:")  # one shared connection
         engine = create_async_engine(target, **({} if in_memory else pool))
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas(busy_timeout))
         return engine
     return create_async_engine(target, pool_pre_ping=True, **pool)
+
+
+def create_auth_engine(
+    url: str, main: AsyncEngine, *, pool_size: int, pool_timeout: float, busy_timeout: float
+) -> AsyncEngine:
+    """The pool authentication reads on (`backend/auth/requests.py`): autocommit, no
+    overflow. An in-memory SQLite database is one connection: there it is `main`."""
+    target = async_url(url)
+    if target.get_backend_name() == "sqlite" and target.database in (None, "", ":memory:"):
+        return main
+    return create_engine(
+        url,
+        pool_size=pool_size,
+        pool_timeout=pool_timeout,
+        busy_timeout=busy_timeout,
+        autocommit=True,
+        overflow=0,
+    )
 
 
 def create_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
