@@ -160,3 +160,23 @@ async def test_healthz_answers_while_a_4_mib_apply_body_is_parsed(
     assert health.status_code == 200
     assert not finished.is_set()  # answered while the parse still ran
     assert (await applying).status_code == 422
+
+
+@pytest.mark.parametrize("db_backend", ["postgresql"], indirect=True)
+async def test_auth_connections_the_server_closed_cost_at_most_one_503(
+    app: FastAPI, client: httpx.AsyncClient, alice: Account
+) -> None:
+    """The auth pool skips the pre-ping round trip: a connection the server closed fails one
+    request with 503 (never a 500), and the next ones are answered on new connections."""
+    assert (await client.get("/api/v1/me", headers=alice.headers)).status_code == 200
+    async with app.state.engine.connect() as admin:  # every other session of this database
+        await admin.exec_driver_sql(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+    answers = [await client.get("/api/v1/me", headers=alice.headers) for _ in range(3)]
+    statuses = [a.status_code for a in answers]
+    assert statuses in ([200, 200, 200], [503, 200, 200]), statuses
+    if statuses[0] == 503:
+        assert_error(answers[0], 503, "dependency_unavailable")
+        assert answers[0].headers["retry-after"] == "2"
