@@ -36,11 +36,12 @@ from backend.api.routes import (
     users,
 )
 from backend.auth import service as auth_service
+from backend.auth.requests import RequestAuth
 from backend.auth.tokens import MIN_BOOTSTRAP_TOKEN_LENGTH
 from backend.chat.runtime import ChatRuntime
 from backend.chat.sandbox import create_sandbox
 from backend.config import Settings, get_settings, unknown_env_variables
-from backend.db.engine import create_engine, create_sessionmaker
+from backend.db.engine import create_auth_engine, create_engine, create_sessionmaker
 from backend.ops import metrics as ops_metrics
 from backend.ops import tracing
 from backend.ops.serve import observe_chat_shell, serve_metrics
@@ -125,8 +126,16 @@ def create_app(
             pool_timeout=settings.database_pool_timeout,
             busy_timeout=settings.database_busy_timeout,
         )
+        auth_engine = create_auth_engine(
+            settings.effective_database_url,
+            engine,
+            pool_size=settings.database_auth_pool_size,
+            pool_timeout=settings.database_pool_timeout,
+            busy_timeout=settings.database_busy_timeout,
+        )
         app.state.engine = engine
         app.state.sessionmaker = create_sessionmaker(engine)
+        app.state.auth = RequestAuth(create_sessionmaker(auth_engine), app.state.sessionmaker)
         app.state.redis = create_redis(settings.redis_url) if settings.redis_url else None
         stop_metrics = None
         if settings.metrics and settings.metrics_port is not None:  # ops: their own address
@@ -152,6 +161,8 @@ def create_app(
             app.state.sandbox.close()
             if app.state.redis is not None:
                 await app.state.redis.aclose()
+            await app.state.auth.aclose()
+            await auth_engine.dispose()
             await engine.dispose()
 
     app = FastAPI(

@@ -78,6 +78,12 @@ class Settings(BaseSettings):
     database_pool_size: int = Field(
         10, ge=1, description="Database connections per process (plus as many overflow)."
     )
+    database_auth_pool_size: int = Field(
+        10,
+        ge=1,
+        description="Database connections per process for authentication alone (one read per "
+        "request), so it never waits behind turns and uploads holding the main pool.",
+    )
     database_pool_timeout: float = Field(
         10.0,
         gt=0,

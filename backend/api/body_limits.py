@@ -32,7 +32,6 @@ from backend.api.errors import DEPENDENCY_ERRORS, dependency_unavailable, error_
 from backend.api.file_upload import too_large as file_too_large
 from backend.api.routes.apply import MAX_APPLY_BYTES
 from backend.api.upload import MULTIPART_OVERHEAD
-from backend.auth.service import authenticate
 from backend.config import Settings
 from backend.errors import PayloadTooLarge, SkillhiveError
 from backend.skills.errors import ErrorCode, PackageError
@@ -197,8 +196,7 @@ class _CappedExchange:
 async def _authenticate(scope: Scope, headers: Headers, settings: Settings) -> None:
     token = bearer_token(headers.get("authorization"))
     try:
-        async with scope["app"].state.sessionmaker() as session:
-            user = await authenticate(session, token)
+        user = await scope["app"].state.auth.authenticate(token)
     except DEPENDENCY_ERRORS as exc:  # as the API's handler maps them
         raise dependency_unavailable(exc, settings.retry_after_seconds) from None
     state = scope.setdefault("state", {})

@@ -9,7 +9,7 @@ from fastapi import Depends, Path, Request
 from fastapi.security import HTTPBearer
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from backend.auth.service import authenticate
+from backend.auth.requests import RequestAuth
 from backend.chat.runtime import ChatRuntime
 from backend.chat.transport import TurnTransport
 from backend.config import Settings
@@ -62,14 +62,14 @@ def bearer_token(authorization: str | None) -> str:
 async def get_current_user(
     request: Request, _scheme: Annotated[object, Depends(_bearer_scheme)]
 ) -> User:
-    """The caller, read on a session of its own that is closed before the route runs: no
+    """The caller, read on the auth pool's connection that is back before the route runs: no
     connection stays checked out while a turn runs, a body streams or an SSE stream is open.
     The user comes back detached (its columns loaded); routes write through their own session."""
     found: User | None = getattr(request.state, "principal", None)  # the body guard's check
     if found is None:
         token = bearer_token(request.headers.get("authorization"))
-        async with request.app.state.sessionmaker() as session:
-            found = await authenticate(session, token)
+        auth: RequestAuth = request.app.state.auth
+        found = await auth.authenticate(token)
         request.state.principal = found
     request.state.user_id = found.id  # read by the access log
     return found

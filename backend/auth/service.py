@@ -132,28 +132,36 @@ _BY_HASH = (
 )
 
 
-async def authenticate_token(session: AsyncSession, secret: str) -> tuple[User, ApiToken]:
-    """The active user owning an unrevoked, unexpired token, and that token; or `Unauthorized`."""
+async def identify(session: AsyncSession, secret: str) -> tuple[User, ApiToken]:
+    """The active user owning an unrevoked, unexpired token, and that token; or `Unauthorized`.
+    One read, no write (`touch_due` tells whether `last_used_at` should be written)."""
     row = (await session.execute(_BY_HASH, {"token_hash": hash_token(secret)})).first()
-    now = utcnow()
     if row is None:
         raise Unauthorized("unknown token", code="invalid_token")
     token, user = row
-    refused = refusal(token, user, now)
+    refused = refusal(token, user, utcnow())
     if refused is not None:
         raise refused
-    if token.last_used_at is None or now - token.last_used_at >= LAST_USED_RESOLUTION:
-        await session.execute(
-            update(ApiToken).where(ApiToken.id == token.id).values(last_used_at=now)
-        )
-        await session.commit()
     return user, token
 
 
-async def authenticate(session: AsyncSession, secret: str) -> User:
-    """The active user owning an unrevoked, unexpired token, or `Unauthorized`."""
-    user, _ = await authenticate_token(session, secret)
-    return user
+def touch_due(token: ApiToken, now: datetime) -> bool:
+    return token.last_used_at is None or now - token.last_used_at >= LAST_USED_RESOLUTION
+
+
+async def touch(session: AsyncSession, token_id: int, now: datetime) -> None:
+    """Record that the token was used at `now` (the caller commits)."""
+    await session.execute(update(ApiToken).where(ApiToken.id == token_id).values(last_used_at=now))
+
+
+async def authenticate_token(session: AsyncSession, secret: str) -> tuple[User, ApiToken]:
+    """`identify`, then `last_used_at` written on `session` when due."""
+    user, token = await identify(session, secret)
+    now = utcnow()
+    if touch_due(token, now):
+        await touch(session, token.id, now)
+        await session.commit()
+    return user, token
 
 
 async def refusals(session: AsyncSession, token_ids: Collection[int]) -> dict[int, Unauthorized]:

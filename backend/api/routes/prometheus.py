@@ -12,7 +12,6 @@ from fastapi import APIRouter, Request, Response
 
 from backend.api.deps import bearer_token
 from backend.api.errors import errors
-from backend.auth.service import authenticate
 from backend.config import Settings
 from backend.errors import Forbidden
 from backend.ops import metrics
@@ -27,8 +26,7 @@ async def _authorize(request: Request, settings: Settings) -> None:
         token.encode(), expected.get_secret_value().encode()
     ):
         return
-    async with request.app.state.sessionmaker() as session:
-        user = await authenticate(session, token)
+    user = await request.app.state.auth.authenticate(token)
     request.state.user_id = user.id
     if not user.is_admin:
         raise Forbidden("admin only", code="admin_required")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 from typing import Any
 
@@ -13,6 +14,7 @@ from sqlalchemy import select, update
 from backend.db.models import ApiToken
 from backend.db.types import utcnow
 from tests.conftest import Account
+from tests.support.wait import eventually
 
 
 def assert_error(response: httpx.Response, status: int, code: str) -> None:
@@ -89,12 +91,27 @@ async def test_deactivated_user_is_refused(
 async def test_tokens_are_stored_hashed_and_last_use_recorded(
     app: FastAPI, client: httpx.AsyncClient, alice: Account
 ) -> None:
-    await client.get("/api/v1/me", headers=alice.headers)
-    async with app.state.sessionmaker() as session:
-        token = (await session.scalars(select(ApiToken).where(ApiToken.user_id == alice.id))).one()
-    assert alice.token not in token.token_hash
-    assert len(token.token_hash) == 64
-    assert token.last_used_at is not None
+    async def token() -> ApiToken:
+        async with app.state.sessionmaker() as session:
+            query = select(ApiToken).where(ApiToken.user_id == alice.id)
+            return (await session.scalars(query)).one()
+
+    async with app.state.sessionmaker() as session:  # as if unused for a while
+        await session.execute(update(ApiToken).values(last_used_at=None))
+        await session.commit()
+    # A burst of requests: the use is recorded in the background, off their path.
+    for response in await asyncio.gather(
+        *(client.get("/api/v1/me", headers=alice.headers) for _ in range(5))
+    ):
+        assert response.status_code == 200
+
+    async def recorded() -> bool:
+        return (await token()).last_used_at is not None
+
+    await eventually(recorded)
+    stored = await token()
+    assert alice.token not in stored.token_hash
+    assert len(stored.token_hash) == 64
 
 
 async def test_created_token_is_shown_once_and_long(

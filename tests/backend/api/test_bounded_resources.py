@@ -31,12 +31,23 @@ def settings(database_url: str, tmp_path: Path) -> Settings:
         data_dir=tmp_path / "data",
         egress_allow=LOOPBACK_ALLOW,
         database_pool_size=1,
+        database_auth_pool_size=1,
         database_pool_timeout=0.5,
     )
 
 
 def checked_out(app: FastAPI) -> int:
     return int(app.state.engine.pool.checkedout())
+
+
+async def none_stays_checked_out(app: FastAPI) -> None:
+    """Every connection comes back (soon: the token's `last_used_at` is written in the
+    background, briefly) while the turns, streams and bodies go on."""
+
+    async def none() -> bool:
+        return checked_out(app) == 0
+
+    await eventually(none)
 
 
 async def test_no_connection_is_held_while_json_and_sse_turns_run(
@@ -57,7 +68,7 @@ async def test_no_connection_is_held_while_json_and_sse_turns_run(
             return len(openai_server.requests) == 3
 
         await eventually(all_waiting_on_the_model)
-        assert checked_out(app) == 0
+        await none_stays_checked_out(app)
         me = await client.get("/api/v1/me", headers=alice.headers)
         assert me.status_code == 200, me.text  # more turns than connections, and /me still works
     finally:
@@ -90,7 +101,7 @@ async def test_no_connection_is_held_while_an_upload_body_streams(
     )
     await asyncio.wait_for(first_sent.wait(), 10)
     try:
-        assert checked_out(app) == 0
+        await none_stays_checked_out(app)
     finally:
         go_on.set()
     assert (await upload).status_code == 201
@@ -100,13 +111,19 @@ async def test_no_free_connection_is_a_503_with_retry_after_not_a_500(
     app: FastAPI, client: httpx.AsyncClient, alice: Account
 ) -> None:
     engine = app.state.engine
-    async with engine.connect() as one, engine.connect() as two:  # the whole pool
+    async with engine.connect() as one, engine.connect() as two:  # the whole main pool
         await one.exec_driver_sql("SELECT 1")
         await two.exec_driver_sql("SELECT 1")
-        busy = await client.get("/api/v1/me", headers=alice.headers)
+        # Authentication has a pool of its own: who calls is known, the route's work waits.
+        me = await client.get("/api/v1/me", headers=alice.headers)
+        assert me.status_code == 200, me.text
         with_body = await client.post(
             "/api/v1/conversations", json={"ghost": "dev/x"}, headers=alice.headers
         )
+        auth_engine = app.state.auth.reads.kw["bind"]
+        async with auth_engine.connect() as auth:  # and the whole auth pool
+            await auth.exec_driver_sql("SELECT 1")
+            busy = await client.get("/api/v1/me", headers=alice.headers)
     for response in (busy, with_body):
         assert_error(response, 503, "dependency_unavailable")
         assert response.json()["error"]["details"]["error"] == "TimeoutError"
@@ -143,3 +160,19 @@ async def test_healthz_answers_while_a_4_mib_apply_body_is_parsed(
     assert health.status_code == 200
     assert not finished.is_set()  # answered while the parse still ran
     assert (await applying).status_code == 422
+
+
+@pytest.mark.parametrize("db_backend", ["postgresql"], indirect=True)
+async def test_auth_reads_on_connections_the_server_closed_go_again_on_new_ones(
+    app: FastAPI, client: httpx.AsyncClient, alice: Account
+) -> None:
+    """The auth pool skips the pre-ping round trip: a read on a connection the server closed
+    fails, and is retried once on a new connection, so the request never sees it."""
+    assert (await client.get("/api/v1/me", headers=alice.headers)).status_code == 200
+    async with app.state.engine.connect() as admin:  # every other session of this database
+        await admin.exec_driver_sql(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+    answers = [await client.get("/api/v1/me", headers=alice.headers) for _ in range(3)]
+    assert [a.status_code for a in answers] == [200, 200, 200]

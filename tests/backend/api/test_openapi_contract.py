@@ -21,6 +21,7 @@ from sqlalchemy import select, update
 
 from backend.api.errors import ERROR_DESCRIPTIONS
 from backend.artifacts import store as artifact_store
+from backend.auth.requests import RequestAuth
 from backend.config import Settings
 from backend.db.engine import create_engine, create_sessionmaker
 from backend.db.models import Kind
@@ -552,14 +553,15 @@ def _each_operation(contract: Contract) -> Iterator[tuple[str, str]]:
 
 @contextmanager
 def dead_database(app: FastAPI, tmp_path: Any) -> Iterator[None]:
-    """Point the app at a database that cannot be opened."""
-    saved = app.state.engine, app.state.sessionmaker
+    """Point the app (its main pool and its auth pool) at a database that cannot be opened."""
+    saved = app.state.engine, app.state.sessionmaker, app.state.auth
     engine = create_engine(f"sqlite+aiosqlite:///{tmp_path}/missing/dir/db.sqlite")
-    app.state.engine, app.state.sessionmaker = engine, create_sessionmaker(engine)
+    dead = create_sessionmaker(engine)
+    app.state.engine, app.state.sessionmaker, app.state.auth = engine, dead, RequestAuth(dead, dead)
     try:
         yield
     finally:
-        app.state.engine, app.state.sessionmaker = saved
+        app.state.engine, app.state.sessionmaker, app.state.auth = saved
 
 
 async def test_every_documented_status_is_answered_with_its_documented_body(
