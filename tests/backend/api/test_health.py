@@ -14,7 +14,7 @@ from sqlalchemy.engine import make_url
 from backend.app import create_app
 from backend.config import Settings
 from chat_shell.sandbox import BubblewrapSandbox
-from tests.conftest import Account
+from tests.support.accounts import Account
 from tests.support.proxy import TcpProxy
 from tests.support.sandbox import require_sandbox
 from tests.support.wait import eventually

@@ -2,11 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import json
-import threading
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
@@ -15,51 +10,19 @@ from asgi_lifespan import LifespanManager
 from backend.app import create_app
 from backend.chat.transport import TurnEnded
 from backend.config import Settings
-from tests.backend.api.test_auth import assert_error
-from tests.backend.chat.conftest import PDF_PROMPT, ChatSetup, make_setup
-from tests.conftest import Account
-from tests.fake_openai_server import FakeOpenAIServer, Reply, ToolCall
-from tests.support.wait import eventually
-
-
-def system_prompt(request: dict[str, Any]) -> str:
-    return "\n".join(m["content"] for m in request["messages"] if m["role"] == "system")
-
-
-def load(skill: str) -> Reply:
-    return Reply(tool_calls=[ToolCall("load_skill", {"skill_name": skill})])
-
-
-async def send(client: httpx.AsyncClient, chat: ChatSetup, cid: str, text: str) -> httpx.Response:
-    return await client.post(
-        f"/api/v1/conversations/{cid}/messages",
-        json={"content": text},
-        headers=chat.account.headers,
-    )
-
-
-@asynccontextmanager
-async def held_turn(
-    client: httpx.AsyncClient,
-    chat: ChatSetup,
-    openai_server: FakeOpenAIServer,
-    cid: str,
-    answer: str,
-) -> AsyncIterator[asyncio.Task[httpx.Response]]:
-    """A turn whose model answer is held open after its first token until the block ends; yields
-    the task of the send (await it after the block for the stored answer)."""
-    gate = threading.Event()
-    openai_server.script(Reply(text=answer, gate=gate))
-    running = asyncio.create_task(send(client, chat, cid, "a question"))
-    try:
-
-        async def started() -> bool:
-            return len(openai_server.requests) == 1
-
-        await eventually(started)
-        yield running
-    finally:
-        gate.set()
+from tests.support.accounts import Account
+from tests.support.chat import (
+    PDF_PROMPT,
+    ChatSetup,
+    held_turn,
+    load,
+    make_setup,
+    parse_sse,
+    send,
+    system_prompt,
+)
+from tests.support.errors import assert_error
+from tests.support.openai_server import FakeOpenAIServer, Reply
 
 
 async def test_skill_loaded_in_turn_one_is_still_there_in_turn_two(
@@ -128,14 +91,6 @@ async def test_a_gateway_restart_between_turns_keeps_loaded_skills(
             reply = await send(other, chat, cid, "continue")
     assert reply.json()["content"] == "still here"
     assert PDF_PROMPT in system_prompt(openai_server.requests[0])
-
-
-def parse_sse(body: str) -> list[tuple[str, dict[str, Any]]]:
-    events = []
-    for block in body.strip().split("\n\n"):
-        lines = dict(line.split(": ", 1) for line in block.splitlines())
-        events.append((lines["event"], json.loads(lines["data"])))
-    return events
 
 
 async def test_sse_streams_the_turn_events(
