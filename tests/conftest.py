@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -15,10 +14,13 @@ from fastapi import FastAPI
 from backend.app import create_app
 from backend.auth import service as auth_service
 from backend.config import Settings
-from tests.fake_openai_server import FakeOpenAIServer
 from tests.support import services
+from tests.support.accounts import Account
 from tests.support.lifespan import running
+from tests.support.mcp_servers import fixture_http  # noqa: F401 (fixture: chat_shell and backend)
+from tests.support.openai_server import FakeOpenAIServer
 from tests.support.openapi import Contract
+from tests.support.redis_server import redis_server  # noqa: F401 (fixture: backend and console)
 
 BACKENDS = ["sqlite", "postgresql"]
 
@@ -167,17 +169,6 @@ async def client(app: FastAPI, contract: Contract) -> AsyncIterator[httpx.AsyncC
         event_hooks={"response": [contract.hook]},
     ) as c:
         yield c
-
-
-@dataclass
-class Account:
-    id: int
-    name: str
-    token: str
-
-    @property
-    def headers(self) -> dict[str, str]:
-        return {"Authorization": f"Bearer {self.token}"}
 
 
 @pytest.fixture

@@ -113,7 +113,8 @@ def create_auth_engine(
     overflow, no pre-ping. Under the load test on PostgreSQL the ping made `/me`'s p99 1.3 s
     instead of 0.25 s (side by side); without it, a read on a connection the server closed
     fails, the pool replaces the connections opened before that failure, and `RequestAuth`
-    reads once more on a new one. An in-memory SQLite database is one connection: there it is `main`."""
+    reads once more on a new one. An in-memory SQLite database is one connection: there it is
+    `main`."""
     target = async_url(url)
     if target.get_backend_name() == "sqlite" and target.database in (None, "", ":memory:"):
         return main

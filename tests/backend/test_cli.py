@@ -7,10 +7,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner, Result
+from typer.testing import CliRunner
 
 from backend.cli import app
 from backend.config import get_settings
+from tests.support.cli import assert_one_error_line
 from tests.support.ports import closed_port
 
 runner = CliRunner()
@@ -58,17 +59,6 @@ def test_cli_errors_are_clear(cli_env: Path) -> None:
     runner.invoke(app, ["migrate"])
     unknown = runner.invoke(app, ["admin", "create-token", "nobody"])
     assert_one_error_line(unknown, "user_not_found")
-
-
-def assert_one_error_line(result: Result, *needles: str, exit_code: int = 1) -> str:
-    """That exit status (1 unless told), no traceback, one `error:` line holding every needle."""
-    assert result.exit_code == exit_code, result.output
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    lines = result.output.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.output
-    for needle in needles:
-        assert needle in lines[0], (needle, lines[0])
-    return lines[0]
 
 
 def test_an_unreachable_database_is_one_line_naming_it_without_its_password(

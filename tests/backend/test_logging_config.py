@@ -13,10 +13,11 @@ import pytest
 
 from backend.config import Settings
 from backend.logging_config import configure_logging, logging_dict
-from tests.backend.api.ghost_helpers import PUBLIC, ghost
-from tests.chat_shell.tools.mcp.servers import FIXTURE_SERVER, free_port, http_server
-from tests.conftest import Account
-from tests.fake_openai_server import FakeOpenAIServer, Reply, ToolCall
+from tests.support.accounts import Account
+from tests.support.cluster import free_port
+from tests.support.ghosts import PUBLIC, ghost
+from tests.support.mcp_servers import FIXTURE_SERVER, http_server
+from tests.support.openai_server import FakeOpenAIServer, Reply, ToolCall
 
 MESSAGE = "message-sentinel-7f3a"
 URL_QUERY = "query-sentinel-91bc"

@@ -15,8 +15,8 @@ from chat_shell.contracts import ModelSettings, TokenEvent, TurnRequest
 from chat_shell.models import create_chat_model
 from chat_shell.offline import OfflineChatModel
 from chat_shell.ports import InMemoryFrontendChannel, InMemoryPackageSource
-from tests.chat_shell.fakes import LOOPBACK, collect, done, of_type, request, skill
-from tests.fake_openai_server import FakeOpenAIServer, Reply, ToolCall
+from tests.support.fakes import LOOPBACK, collect, done, of_type, request, skill
+from tests.support.openai_server import FakeOpenAIServer, Reply, ToolCall
 
 
 def server_settings(server: FakeOpenAIServer) -> ModelSettings:

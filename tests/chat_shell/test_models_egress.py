@@ -11,7 +11,7 @@ from chat_shell.agent import run_turn
 from chat_shell.contracts import ErrorEvent, ModelSettings, TurnRequest
 from chat_shell.net import EgressPolicy
 from chat_shell.ports import InMemoryFrontendChannel, InMemoryPackageSource
-from tests.chat_shell.fakes import LOOPBACK, request
+from tests.support.fakes import LOOPBACK, request
 from tests.support.listener import Listener, http_response
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from tests.console.conftest import Console, Gateway, screenshots
+from tests.support.console import Console, Gateway, screenshots
 
 pytestmark = [pytest.mark.slow, pytest.mark.parametrize("db_backend", ["sqlite"], indirect=True)]
 

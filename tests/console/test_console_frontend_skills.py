@@ -6,48 +6,21 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 from playwright.sync_api import expect
 
-from tests.console.conftest import Console, Gateway, screenshots
-from tests.fake_openai_server import FakeOpenAIServer, Reply, ToolCall
+from tests.support.console import (
+    Console,
+    Gateway,
+    screenshots,
+    scripted_conversation,
+    send,
+    tool_results,
+)
+from tests.support.openai_server import FakeOpenAIServer, Reply, ToolCall
 
 pytestmark = [pytest.mark.slow, pytest.mark.parametrize("db_backend", ["sqlite"], indirect=True)]
-
-
-def scripted_conversation(gateway: Gateway, openai_server: FakeOpenAIServer, skill: str) -> str:
-    ghost = {
-        "apiVersion": "skillhive.io/v1",
-        "kind": "Ghost",
-        "metadata": {"name": "artist"},
-        "spec": {
-            "systemPrompt": "You draw.",
-            "model": {"name": "scripted", "baseUrl": openai_server.base_url},
-            "skills": [skill],
-        },
-    }
-    created = gateway.api("POST", "/namespaces/default/ghosts", json=ghost)
-    assert created.status_code == 201, created.text
-    conversation = gateway.api("POST", "/conversations", json={"ghost": "default/artist"})
-    assert conversation.status_code == 201, conversation.text
-    return str(conversation.json()["id"])
-
-
-def tool_results(openai_server: FakeOpenAIServer) -> list[str]:
-    """What the model was told each tool returned, in its last request."""
-    messages: list[dict[str, Any]] = openai_server.requests[-1]["messages"]
-    return [str(m["content"]) for m in messages if m["role"] == "tool"]
-
-
-def send(console: Console, text: str) -> None:
-    """Type a message and send it from the keyboard (Ctrl+Enter), once the view is in its
-    conversation's room."""
-    expect(console.page.locator(".transcript[data-ready]")).to_have_count(1)
-    box = console.page.get_by_role("textbox", name="Message")
-    box.fill(text)
-    box.press("Control+Enter")
 
 
 def test_mermaid_is_rendered_by_the_page_and_the_answer_reaches_the_tool(

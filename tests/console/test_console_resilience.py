@@ -9,10 +9,9 @@ import time
 import pytest
 from playwright.sync_api import expect
 
-from tests.console.conftest import Console, Gateway
-from tests.console.test_console_frontend_skills import scripted_conversation, send
-from tests.fake_openai_server import FakeOpenAIServer, Reply, ToolCall
 from tests.support import zips
+from tests.support.console import Console, Gateway, scripted_conversation, send
+from tests.support.openai_server import FakeOpenAIServer, Reply, ToolCall
 
 pytestmark = [pytest.mark.slow, pytest.mark.parametrize("db_backend", ["sqlite"], indirect=True)]
 

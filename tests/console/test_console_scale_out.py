@@ -12,12 +12,10 @@ import pytest
 from playwright.sync_api import Browser, expect
 
 from backend.config import Settings
-from tests.backend.chat.test_scale_out import RedisServer
-from tests.backend.chat.test_scale_out import redis_server as redis_server  # noqa: F401 (fixture)
-from tests.console.conftest import ADMIN_TOKEN, GUARD_SCRIPT, Console
-from tests.console.test_console_frontend_skills import tool_results
-from tests.fake_openai_server import FakeOpenAIServer, Reply, ToolCall
 from tests.support.cluster import Cluster, cluster_env
+from tests.support.console import ADMIN_TOKEN, GUARD_SCRIPT, Console, tool_results
+from tests.support.openai_server import FakeOpenAIServer, Reply, ToolCall
+from tests.support.redis_server import RedisServer
 
 pytestmark = [
     pytest.mark.slow,

@@ -7,9 +7,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from tests.console.conftest import Console, Gateway, drop_file, screenshots
-from tests.console.test_console_frontend_skills import send
 from tests.support import zips
+from tests.support.console import Console, Gateway, drop_file, screenshots, send
 
 pytestmark = [pytest.mark.slow, pytest.mark.parametrize("db_backend", ["sqlite"], indirect=True)]
 

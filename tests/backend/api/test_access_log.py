@@ -7,7 +7,7 @@ import logging
 import httpx
 import pytest
 
-from tests.conftest import Account
+from tests.support.accounts import Account
 
 
 async def test_each_request_logs_one_line_without_secrets(

@@ -10,9 +10,9 @@ import pytest
 import yaml
 from fastapi import FastAPI
 
-from tests.backend.api.ghost_helpers import PUBLIC, add_skill, ghost, ghost_rows, own
-from tests.backend.api.test_auth import assert_error
-from tests.conftest import Account
+from tests.support.accounts import Account
+from tests.support.errors import assert_error
+from tests.support.ghosts import PUBLIC, add_skill, ghost, ghost_rows, own
 
 APPLY = "/api/v1/apply"
 

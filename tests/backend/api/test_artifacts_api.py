@@ -14,13 +14,14 @@ from fastapi import FastAPI
 from backend.app import create_app
 from backend.auth import service as auth_service
 from backend.config import Settings
-from tests.backend.api.test_auth import assert_error
-from tests.backend.chat.conftest import LOOPBACK_ALLOW, ghost_crd, scripted_conversation
-from tests.backend.chat.test_skill_run import ask, run_result, working_sandbox
-from tests.conftest import Account
-from tests.fake_openai_server import FakeOpenAIServer, Reply, ToolCall
 from tests.support import zips
+from tests.support.accounts import Account
+from tests.support.artifacts import plain_conversation, publish, script_runs
+from tests.support.chat import LOOPBACK_ALLOW, scripted_conversation
+from tests.support.errors import assert_error
 from tests.support.lifespan import running
+from tests.support.openai_server import FakeOpenAIServer
+from tests.support.skill_run import ask, run_result, working_sandbox
 
 REPORT = """\
 import os, pathlib
@@ -44,40 +45,7 @@ def reporter_skill() -> bytes:
     )
 
 
-async def publish(client: httpx.AsyncClient, admin: Account, archive: bytes) -> None:
-    published = await client.post(
-        "/api/v1/public/skills",
-        files={"file": ("skill.zip", archive, "application/zip")},
-        headers=admin.headers,
-    )
-    assert published.status_code == 201, published.text
-
-
-def script_runs(server: FakeOpenAIServer, skill: str, *commands: str) -> None:
-    server.script(
-        Reply(tool_calls=[ToolCall("load_skill", {"skill_name": skill})]),
-        *(
-            Reply(tool_calls=[ToolCall("skill_run", {"skill": skill, "command": c})])
-            for c in commands
-        ),
-        Reply(text="Done."),
-    )
-
-
 REPORT_RUN = "python3 $SKILL_DIR/scripts/report.py"
-
-
-async def plain_conversation(client: httpx.AsyncClient, account: Account) -> str:
-    """A conversation of a Ghost without skills (uploads need no turn)."""
-    model = {"name": "scripted", "baseUrl": "http://127.0.0.1:9/v1"}
-    body = ghost_crd("plain", model=model)
-    created = await client.post("/api/v1/namespaces/dev/ghosts", json=body, headers=account.headers)
-    assert created.status_code == 201, created.text
-    found = await client.post(
-        "/api/v1/conversations", json={"ghost": "dev/plain"}, headers=account.headers
-    )
-    assert found.status_code == 201, found.text
-    return str(found.json()["id"])
 
 
 async def reporter_conversation(

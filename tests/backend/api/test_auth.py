@@ -13,17 +13,9 @@ from sqlalchemy import select, update
 
 from backend.db.models import ApiToken
 from backend.db.types import utcnow
-from tests.conftest import Account
+from tests.support.accounts import Account
+from tests.support.errors import assert_error
 from tests.support.wait import eventually
-
-
-def assert_error(response: httpx.Response, status: int, code: str) -> None:
-    assert response.status_code == status, response.text
-    body = response.json()
-    assert set(body) == {"error"}
-    assert body["error"]["code"] == code
-    assert isinstance(body["error"]["message"], str) and body["error"]["message"]
-    assert isinstance(body["error"]["details"], dict)
 
 
 async def test_me_returns_the_caller(client: httpx.AsyncClient, alice: Account) -> None:

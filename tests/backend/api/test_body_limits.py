@@ -17,9 +17,9 @@ import pytest
 
 from backend.app import create_app
 from backend.config import Settings
-from tests.backend.api.test_auth import assert_error
-from tests.conftest import Account
 from tests.support import zips
+from tests.support.accounts import Account
+from tests.support.errors import assert_error
 from tests.support.live import live_server
 
 JSON_CAP = 4096

@@ -15,11 +15,11 @@ from fastapi import FastAPI
 
 from backend.api.routes import apply as apply_route
 from backend.config import Settings
-from tests.backend.api.test_auth import assert_error
-from tests.backend.chat.conftest import LOOPBACK_ALLOW, make_setup
-from tests.conftest import Account
-from tests.fake_openai_server import FakeOpenAIServer, Reply
 from tests.support import zips
+from tests.support.accounts import Account
+from tests.support.chat import LOOPBACK_ALLOW, make_setup
+from tests.support.errors import assert_error
+from tests.support.openai_server import FakeOpenAIServer, Reply
 from tests.support.wait import eventually
 
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import httpx
 from fastapi import FastAPI
 
-from tests.backend.api.ghost_helpers import add_skill, ghost, ghost_rows, own
-from tests.backend.api.skill_helpers import upload, user_rows
-from tests.backend.api.test_auth import assert_error
-from tests.conftest import Account
 from tests.support import zips
+from tests.support.accounts import Account
+from tests.support.errors import assert_error
+from tests.support.ghosts import add_skill, ghost, ghost_rows, own
+from tests.support.skills import upload, user_rows
 
 DRY = "?dryRun=true"
 

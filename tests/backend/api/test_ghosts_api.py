@@ -5,9 +5,9 @@ from __future__ import annotations
 import httpx
 from fastapi import FastAPI
 
-from tests.backend.api.ghost_helpers import PUBLIC, add_skill, create, ghost, ghost_rows, own
-from tests.backend.api.test_auth import assert_error
-from tests.conftest import Account
+from tests.support.accounts import Account
+from tests.support.errors import assert_error
+from tests.support.ghosts import PUBLIC, add_skill, create, ghost, ghost_rows, own
 
 BASE = own()
 

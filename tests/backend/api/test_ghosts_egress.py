@@ -12,9 +12,9 @@ from fastapi import FastAPI
 
 from backend.app import create_app
 from backend.config import Settings
-from tests.backend.api.ghost_helpers import PUBLIC, create, ghost, ghost_rows, own
-from tests.backend.api.test_auth import assert_error
-from tests.conftest import Account
+from tests.support.accounts import Account
+from tests.support.errors import assert_error
+from tests.support.ghosts import PUBLIC, create, ghost, ghost_rows, own
 from tests.support.lifespan import running
 
 # Egress has nothing to do with the database: one backend is enough.

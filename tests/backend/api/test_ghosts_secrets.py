@@ -8,8 +8,8 @@ import httpx
 import pytest
 import yaml
 
-from tests.backend.api.ghost_helpers import create, ghost, own
-from tests.conftest import Account
+from tests.support.accounts import Account
+from tests.support.ghosts import create, ghost, own
 
 VALUE = "sk-live-VALUE-0123456789"
 LITERAL = "sk-literal-IN-A-HEADER-42"

@@ -6,9 +6,9 @@ from typing import Any
 
 import httpx
 
-from tests.backend.api.ghost_helpers import PUBLIC, add_skill, create, ghost, own
-from tests.backend.api.test_auth import assert_error
-from tests.conftest import Account
+from tests.support.accounts import Account
+from tests.support.errors import assert_error
+from tests.support.ghosts import PUBLIC, add_skill, create, ghost, own
 
 SKILLS = "/api/v1/namespaces/dev/skills"
 PUBLIC_SKILLS = "/api/v1/public/skills"

@@ -7,8 +7,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.backend.api.ghost_helpers import create, ghost
-from tests.conftest import Account
+from tests.support.accounts import Account
+from tests.support.ghosts import create, ghost
 
 
 async def test_a_selector_public_skills_and_a_budget_are_stored_as_given(

@@ -5,9 +5,9 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from tests.backend.api.ghost_helpers import PUBLIC, create, ghost, own
-from tests.backend.api.test_auth import assert_error
-from tests.conftest import Account
+from tests.support.accounts import Account
+from tests.support.errors import assert_error
+from tests.support.ghosts import PUBLIC, create, ghost, own
 
 OWN = own()
 

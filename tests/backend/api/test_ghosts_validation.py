@@ -9,9 +9,9 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from tests.backend.api.ghost_helpers import PUBLIC, add_skill, create, ghost, ghost_rows, own
-from tests.backend.api.test_auth import assert_error
-from tests.conftest import Account
+from tests.support.accounts import Account
+from tests.support.errors import assert_error
+from tests.support.ghosts import PUBLIC, add_skill, create, ghost, ghost_rows, own
 
 HTTP = "https://mcp.example.com/mcp"
 

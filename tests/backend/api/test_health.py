@@ -13,7 +13,7 @@ from sqlalchemy.engine import make_url
 from backend.app import create_app
 from backend.config import Settings
 from chat_shell.sandbox import BubblewrapSandbox
-from tests.conftest import Account
+from tests.support.accounts import Account
 from tests.support.lifespan import running
 from tests.support.proxy import TcpProxy
 from tests.support.sandbox import require_sandbox

@@ -26,19 +26,13 @@ from backend.config import Settings
 from backend.db.engine import create_engine, create_sessionmaker
 from backend.db.models import Kind
 from backend.ghosts import service as ghost_service
-from tests.backend.api.ghost_helpers import ghost
-from tests.backend.api.test_auth import assert_error
-from tests.backend.chat.conftest import LOOPBACK_ALLOW, make_setup
-from tests.backend.chat.test_rest_chat import held_turn
-from tests.backend.plugins.fixture_marketplace import (
-    MARKETPLACE,
-    TOOLKIT_FILES,
-    build_zip,
-    plugin_zip,
-)
-from tests.conftest import Account
-from tests.fake_openai_server import FakeOpenAIServer, Reply
 from tests.support import zips
+from tests.support.accounts import Account
+from tests.support.chat import LOOPBACK_ALLOW, held_turn, make_setup
+from tests.support.errors import assert_error
+from tests.support.ghosts import ghost
+from tests.support.marketplace import MARKETPLACE, TOOLKIT_FILES, build_zip, plugin_zip
+from tests.support.openai_server import FakeOpenAIServer, Reply
 from tests.support.openapi import Contract
 from tests.support.sources import SourceServer
 

@@ -9,38 +9,18 @@ from typing import Any
 import httpx
 from fastapi import FastAPI
 
-from tests.backend.api.test_auth import assert_error
-from tests.backend.plugins.fixture_marketplace import (
+from tests.support.accounts import Account
+from tests.support.errors import assert_error
+from tests.support.marketplace import (
+    PLUGINS,
     SALES_FILES,
     TOOLKIT_FILES,
     build_zip,
-    marketplace_zip,
+    import_market,
+    make_ghost,
     plugin_zip,
+    post_zip,
 )
-from tests.conftest import Account
-
-PLUGINS = "/api/v1/namespaces/dev/plugins"
-
-
-async def post_zip(
-    client: httpx.AsyncClient, account: Account, data: bytes, url: str = PLUGINS
-) -> httpx.Response:
-    return await client.post(
-        url, files={"file": ("market.zip", data, "application/zip")}, headers=account.headers
-    )
-
-
-async def import_market(client: httpx.AsyncClient, account: Account) -> dict[str, Any]:
-    response = await post_zip(client, account, marketplace_zip())
-    assert response.status_code == 201, response.text
-    return dict(response.json())
-
-
-async def make_ghost(
-    client: httpx.AsyncClient, account: Account, name: str, **spec: Any
-) -> httpx.Response:
-    body = {"metadata": {"name": name}, "spec": spec}
-    return await client.post("/api/v1/namespaces/dev/ghosts", json=body, headers=account.headers)
 
 
 def by_name(answer: dict[str, Any]) -> dict[str, dict[str, Any]]:

@@ -12,10 +12,10 @@ import httpx
 import pytest
 
 from backend.config import Settings
-from tests.backend.api.test_auth import assert_error
-from tests.backend.chat.conftest import LOOPBACK_ALLOW
-from tests.backend.plugins.fixture_marketplace import SALES_FILES, TOOLKIT_FILES
-from tests.conftest import Account
+from tests.support.accounts import Account
+from tests.support.chat import LOOPBACK_ALLOW
+from tests.support.errors import assert_error
+from tests.support.marketplace import SALES_FILES, TOOLKIT_FILES
 from tests.support.sources import SourceServer, commit_files, git_repo
 
 PLUGINS = "/api/v1/namespaces/dev/plugins"

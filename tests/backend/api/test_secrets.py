@@ -15,8 +15,8 @@ from backend.app import create_app
 from backend.config import Settings
 from backend.db.models import Secret
 from backend.secrets.cipher import SecretsKeyError
-from tests.backend.api.test_auth import assert_error
-from tests.conftest import Account
+from tests.support.accounts import Account
+from tests.support.errors import assert_error
 from tests.support.lifespan import running
 
 VALUE = "sk-live-0123456789abcdef-very-secret"

@@ -12,18 +12,13 @@ from fastapi import FastAPI
 
 from backend.artifacts import store
 from backend.config import Settings
-from tests.backend.api.test_artifacts_api import (
-    ask,
-    plain_conversation,
-    publish,
-    script_runs,
-)
-from tests.backend.api.test_auth import assert_error
-from tests.backend.chat.conftest import LOOPBACK_ALLOW, ghost_crd, scripted_conversation
-from tests.backend.chat.test_skill_run import run_result, working_sandbox
-from tests.conftest import Account
-from tests.fake_openai_server import FakeOpenAIServer, Reply, ToolCall
 from tests.support import zips
+from tests.support.accounts import Account
+from tests.support.artifacts import plain_conversation, publish, script_runs
+from tests.support.chat import LOOPBACK_ALLOW, ghost_crd, scripted_conversation
+from tests.support.errors import assert_error
+from tests.support.openai_server import FakeOpenAIServer, Reply, ToolCall
+from tests.support.skill_run import ask, run_result, working_sandbox
 
 GREETER_BODY = "GREETER: greet the user by name, warmly."
 MAKER = f"""\

@@ -9,11 +9,11 @@ import httpx
 import pytest
 
 from backend.config import Settings
-from tests.backend.api.ghost_helpers import create, ghost, own
-from tests.backend.api.skill_helpers import upload
-from tests.backend.api.test_auth import assert_error
-from tests.conftest import Account
 from tests.support import zips
+from tests.support.accounts import Account
+from tests.support.errors import assert_error
+from tests.support.ghosts import create, ghost, own
+from tests.support.skills import upload
 
 SKILLS = "/api/v1/namespaces/dev/skills"
 RETAIN = 2

@@ -13,15 +13,12 @@ from langchain_core.messages import AIMessage
 from backend.config import Settings
 from chat_shell.offline import ScriptedChatModel
 from chat_shell.tools.mcp import McpServerConfig
-from tests.backend.api.ghost_helpers import create, ghost
-from tests.backend.api.skill_helpers import upload
-from tests.backend.api.test_auth import assert_error
-from tests.backend.chat.conftest import LOOPBACK_ALLOW
-from tests.chat_shell.tools.mcp.conftest import fixture_http
-from tests.conftest import Account
 from tests.support import zips
-
-__all__ = ["fixture_http"]  # the fixture server over HTTP, a session fixture
+from tests.support.accounts import Account
+from tests.support.chat import LOOPBACK_ALLOW
+from tests.support.errors import assert_error
+from tests.support.ghosts import create, ghost
+from tests.support.skills import upload
 
 SKILLS = "/api/v1/namespaces/dev/skills"
 DECLARED = """\

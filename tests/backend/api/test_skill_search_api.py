@@ -11,11 +11,11 @@ from backend.kinds.store import Scope
 from backend.skills.search.engine import search
 from backend.skills.search.selection import GhostSkills
 from backend.skills.search.semantic import ranker_for
-from tests.backend.api.ghost_helpers import PUBLIC, create, ghost
-from tests.backend.api.skill_helpers import upload
-from tests.conftest import Account
 from tests.support import zips
+from tests.support.accounts import Account
 from tests.support.embeddings import EmbeddingsServer
+from tests.support.ghosts import PUBLIC, create, ghost
+from tests.support.skills import upload
 
 PUBLIC_SKILLS = "/api/v1/public/skills"
 

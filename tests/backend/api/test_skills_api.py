@@ -12,10 +12,10 @@ import httpx
 from fastapi import FastAPI
 from sqlalchemy import event
 
-from tests.backend.api.skill_helpers import upload, user_rows
-from tests.backend.api.test_auth import assert_error
-from tests.conftest import Account
 from tests.support import zips
+from tests.support.accounts import Account
+from tests.support.errors import assert_error
+from tests.support.skills import upload, user_rows
 
 BASE = "/api/v1/namespaces/dev/skills"
 

@@ -12,11 +12,11 @@ import pytest
 from fastapi import FastAPI
 
 from backend.config import Settings
-from tests.backend.api.skill_helpers import upload, user_rows
-from tests.backend.api.test_auth import assert_error
-from tests.conftest import Account
 from tests.support import zips
+from tests.support.accounts import Account
+from tests.support.errors import assert_error
 from tests.support.lifespan import running
+from tests.support.skills import upload, user_rows
 
 bomb = cache(zips.bomb)
 MiB = 1024 * 1024

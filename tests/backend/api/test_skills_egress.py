@@ -5,10 +5,10 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from tests.backend.api.skill_helpers import upload
-from tests.backend.api.test_auth import assert_error
-from tests.conftest import Account
 from tests.support import zips
+from tests.support.accounts import Account
+from tests.support.errors import assert_error
+from tests.support.skills import upload
 
 pytestmark = pytest.mark.parametrize("db_backend", ["sqlite"], indirect=True)
 

@@ -16,10 +16,10 @@ from sqlalchemy import func, select
 
 from backend.config import Settings
 from backend.db.models import SkillVersion
-from tests.backend.api.test_auth import assert_error
-from tests.backend.chat.conftest import LOOPBACK_ALLOW
-from tests.conftest import Account
 from tests.support import zips
+from tests.support.accounts import Account
+from tests.support.chat import LOOPBACK_ALLOW
+from tests.support.errors import assert_error
 from tests.support.sources import SourceServer, commit_files, git_repo, skill_files
 
 IMPORT = "/api/v1/namespaces/dev/skills/import"

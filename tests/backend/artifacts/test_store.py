@@ -13,7 +13,7 @@ from backend.chat import conversations
 from backend.db.models import ConversationArtifact
 from backend.db.types import utcnow
 from backend.errors import NotFound
-from tests.conftest import Account
+from tests.support.accounts import Account
 
 
 async def conversation_of(app: FastAPI, account: Account) -> str:

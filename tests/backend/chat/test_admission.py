@@ -18,10 +18,10 @@ from fastapi import FastAPI
 from backend.app import create_asgi_app
 from backend.chat.admission import LocalAdmission, RedisAdmission, TooManyTurns
 from backend.config import Settings
-from tests.backend.api.test_auth import assert_error
-from tests.backend.chat.conftest import LOOPBACK_ALLOW, ChatSetup
-from tests.fake_openai_server import FakeOpenAIServer, Reply
+from tests.support.chat import LOOPBACK_ALLOW, ChatSetup
+from tests.support.errors import assert_error
 from tests.support.live import live_server
+from tests.support.openai_server import FakeOpenAIServer, Reply
 from tests.support.wait import eventually
 
 

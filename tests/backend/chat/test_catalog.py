@@ -9,9 +9,9 @@ from backend.chat.catalog import SkillSpecCache, turn_skills
 from backend.crd.ghost import GhostSpec
 from backend.kinds.store import Scope
 from backend.skills.search.selection import GhostSkills
-from tests.backend.api.skill_helpers import upload
-from tests.conftest import Account
 from tests.support import zips
+from tests.support.accounts import Account
+from tests.support.skills import upload
 
 SKILLS = {
     "tides": "Predict the tides of a harbour.",

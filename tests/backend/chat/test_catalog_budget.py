@@ -10,12 +10,11 @@ from typing import Any
 
 import httpx
 
-from tests.backend.api.skill_helpers import upload
-from tests.backend.chat.conftest import ChatSetup, ghost_crd
-from tests.backend.chat.test_rest_chat import load, send, system_prompt
-from tests.conftest import Account
-from tests.fake_openai_server import FakeOpenAIServer, Reply, ToolCall
 from tests.support import zips
+from tests.support.accounts import Account
+from tests.support.chat import ChatSetup, ghost_crd, load, send, system_prompt
+from tests.support.openai_server import FakeOpenAIServer, Reply, ToolCall
+from tests.support.skills import upload
 
 SKILLS = {
     "tides": ("Predict the tides of a harbour for sailors.", "TIDES-BODY: read the tide table."),

@@ -14,12 +14,11 @@ import httpx
 import pytest
 
 from backend.config import Settings
-from tests.backend.api.skill_helpers import upload
-from tests.backend.chat.conftest import ghost_crd
-from tests.backend.chat.test_rest_chat import parse_sse
-from tests.conftest import Account
 from tests.support import zips
+from tests.support.accounts import Account
+from tests.support.chat import ghost_crd, parse_sse
 from tests.support.listener import Listener, http_response
+from tests.support.skills import upload
 
 pytestmark = pytest.mark.parametrize("db_backend", ["sqlite"], indirect=True)
 

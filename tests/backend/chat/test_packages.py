@@ -16,9 +16,9 @@ from backend.crd.skill import Skill
 from chat_shell.errors import ProviderLoadError
 from chat_shell.ports import InMemoryFrontendChannel
 from chat_shell.skills import ProviderContext, ProviderRegistry
-from tests.backend.api.skill_helpers import upload
-from tests.conftest import Account
 from tests.support import zips
+from tests.support.accounts import Account
+from tests.support.skills import upload
 
 
 async def test_packages_are_served_by_hash_and_evicted_least_recently_used_first(

@@ -2,11 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import json
-import threading
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
@@ -14,52 +9,20 @@ import httpx
 from backend.app import create_app
 from backend.chat.transport import TurnEnded
 from backend.config import Settings
-from tests.backend.api.test_auth import assert_error
-from tests.backend.chat.conftest import PDF_PROMPT, ChatSetup, make_setup
-from tests.conftest import Account
-from tests.fake_openai_server import FakeOpenAIServer, Reply, ToolCall
+from tests.support.accounts import Account
+from tests.support.chat import (
+    PDF_PROMPT,
+    ChatSetup,
+    held_turn,
+    load,
+    make_setup,
+    parse_sse,
+    send,
+    system_prompt,
+)
+from tests.support.errors import assert_error
 from tests.support.lifespan import running
-from tests.support.wait import eventually
-
-
-def system_prompt(request: dict[str, Any]) -> str:
-    return "\n".join(m["content"] for m in request["messages"] if m["role"] == "system")
-
-
-def load(skill: str) -> Reply:
-    return Reply(tool_calls=[ToolCall("load_skill", {"skill_name": skill})])
-
-
-async def send(client: httpx.AsyncClient, chat: ChatSetup, cid: str, text: str) -> httpx.Response:
-    return await client.post(
-        f"/api/v1/conversations/{cid}/messages",
-        json={"content": text},
-        headers=chat.account.headers,
-    )
-
-
-@asynccontextmanager
-async def held_turn(
-    client: httpx.AsyncClient,
-    chat: ChatSetup,
-    openai_server: FakeOpenAIServer,
-    cid: str,
-    answer: str,
-) -> AsyncIterator[asyncio.Task[httpx.Response]]:
-    """A turn whose model answer is held open after its first token until the block ends; yields
-    the task of the send (await it after the block for the stored answer)."""
-    gate = threading.Event()
-    openai_server.script(Reply(text=answer, gate=gate))
-    running = asyncio.create_task(send(client, chat, cid, "a question"))
-    try:
-
-        async def started() -> bool:
-            return len(openai_server.requests) == 1
-
-        await eventually(started)
-        yield running
-    finally:
-        gate.set()
+from tests.support.openai_server import FakeOpenAIServer, Reply
 
 
 async def test_skill_loaded_in_turn_one_is_still_there_in_turn_two(
@@ -128,14 +91,6 @@ async def test_a_gateway_restart_between_turns_keeps_loaded_skills(
             reply = await send(other, chat, cid, "continue")
     assert reply.json()["content"] == "still here"
     assert PDF_PROMPT in system_prompt(openai_server.requests[0])
-
-
-def parse_sse(body: str) -> list[tuple[str, dict[str, Any]]]:
-    events = []
-    for block in body.strip().split("\n\n"):
-        lines = dict(line.split(": ", 1) for line in block.splitlines())
-        events.append((lines["event"], json.loads(lines["data"])))
-    return events
 
 
 async def test_sse_streams_the_turn_events(
@@ -219,14 +174,14 @@ async def test_second_send_during_a_turn_is_409_and_cancel_stores_a_cancelled_an
     client: httpx.AsyncClient, chat: ChatSetup, openai_server: FakeOpenAIServer
 ) -> None:
     cid = await chat.conversation(client)
-    async with held_turn(client, chat, openai_server, cid, "a long answer held open") as running:
+    async with held_turn(client, chat, openai_server, cid, "a long answer held open") as sending:
         second = await send(client, chat, cid, "second")
         assert_error(second, 409, "turn_in_progress")
         cancelled = await client.post(
             f"/api/v1/conversations/{cid}/cancel", headers=chat.account.headers
         )
         assert cancelled.json() == {"cancelled": True}
-    answer = (await running).json()
+    answer = (await sending).json()
     assert answer["status"] == "cancelled"
     assert answer["error"]["code"] == "cancelled"
     listed = await client.get(f"/api/v1/conversations/{cid}/messages", headers=chat.account.headers)
@@ -240,7 +195,7 @@ async def test_sending_to_another_users_busy_conversation_is_404_not_409(
     client: httpx.AsyncClient, chat: ChatSetup, openai_server: FakeOpenAIServer, bob: Account
 ) -> None:
     cid = await chat.conversation(client)
-    async with held_turn(client, chat, openai_server, cid, "held open") as running:
+    async with held_turn(client, chat, openai_server, cid, "held open") as sending:
         intruder = await client.post(
             f"/api/v1/conversations/{cid}/messages", json={"content": "hi"}, headers=bob.headers
         )
@@ -249,7 +204,7 @@ async def test_sending_to_another_users_busy_conversation_is_404_not_409(
             "/api/v1/conversations/no-such-id/messages", json={"content": "hi"}, headers=bob.headers
         )
         assert missing.json() == intruder.json()  # indistinguishable from no conversation at all
-    assert (await running).json()["content"] == "held open"
+    assert (await sending).json()["content"] == "held open"
 
 
 async def test_the_first_message_names_an_untitled_conversation_and_no_other_does(
@@ -388,13 +343,13 @@ async def test_a_cancel_request_stops_the_turn_even_if_the_task_cancellation_was
     """redis-py can swallow a task cancellation; the runner's own flag still stops the turn."""
     cid = await chat.conversation(client)
     text = "tokens keep coming after the cancel"
-    async with held_turn(client, chat, openai_server, cid, text) as running:
+    async with held_turn(client, chat, openai_server, cid, text) as sending:
         listed = await client.get(
             f"/api/v1/conversations/{cid}/messages", headers=chat.account.headers
         )
         user_message_id = listed.json()["items"][0]["id"]
         app.state.chat.runner.request_cancel(user_message_id)  # no task.cancel()
-    answer = (await running).json()
+    answer = (await sending).json()
     assert answer["status"] == "cancelled"
     assert answer["content"] != text
 

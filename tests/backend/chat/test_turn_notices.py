@@ -7,10 +7,9 @@ import httpx
 from backend.chat.transport import TurnEvent
 from backend.ws.rooms import socketio_event
 from chat_shell.contracts import SkillErrorEvent
-from tests.backend.chat.conftest import PDF_PROMPT, make_setup
-from tests.backend.chat.test_rest_chat import parse_sse, system_prompt
-from tests.conftest import Account
-from tests.fake_openai_server import FakeOpenAIServer, Reply
+from tests.support.accounts import Account
+from tests.support.chat import PDF_PROMPT, make_setup, parse_sse, system_prompt
+from tests.support.openai_server import FakeOpenAIServer, Reply
 
 NOTICE = {
     "type": "skill_error",

@@ -8,8 +8,8 @@ from sqlalchemy import update
 
 from backend.chat import conversations
 from backend.db.models import User
-from tests.backend.chat.conftest import ChatSetup
-from tests.fake_openai_server import FakeOpenAIServer, Reply
+from tests.support.chat import ChatSetup
+from tests.support.openai_server import FakeOpenAIServer, Reply
 
 
 async def test_a_queued_turn_of_a_deactivated_user_fails_without_calling_the_model(

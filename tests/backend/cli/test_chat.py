@@ -10,9 +10,8 @@ from typing import Any
 
 import httpx
 
-from tests.backend.cli.conftest import Server, Terminal, invoke, ok
-from tests.backend.test_cli import assert_one_error_line
-from tests.fake_openai_server import FakeOpenAIServer, Reply, ToolCall
+from tests.support.cli import Server, Terminal, assert_one_error_line, invoke, ok
+from tests.support.openai_server import FakeOpenAIServer, Reply, ToolCall
 
 HAIKU = """\
 ---

@@ -14,8 +14,7 @@ import pytest
 import yaml
 
 from backend.client.config import config_path
-from tests.backend.cli.conftest import Server, Terminal, invoke, ok
-from tests.backend.test_cli import assert_one_error_line
+from tests.support.cli import Server, Terminal, assert_one_error_line, invoke, ok
 from tests.support.ports import closed_port
 
 sqlite_only = pytest.mark.parametrize("db_backend", ["sqlite"], indirect=True)

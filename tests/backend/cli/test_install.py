@@ -17,8 +17,7 @@ import pytest
 from backend.client.api import connect
 from backend.client.chat import completer, slash_commands
 from backend.client.config import ClientConfig
-from tests.backend.cli.conftest import invoke
-from tests.backend.test_cli import assert_one_error_line
+from tests.support.cli import assert_one_error_line, invoke
 
 SKILL = {
     "apiVersion": "skillhive.io/v1",

@@ -8,8 +8,7 @@ from typing import Any
 
 import yaml
 
-from tests.backend.cli.conftest import Server, invoke, ok
-from tests.backend.test_cli import assert_one_error_line
+from tests.support.cli import Server, assert_one_error_line, invoke, ok
 
 GHOSTS = """\
 apiVersion: skillhive.io/v1

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from backend.crd.common import ObjectMeta, name_problem
 from backend.crd.skill import Skill
 from backend.skills.package import read_package
-from tests.backend.skills.zipcraft import make_zip, skill_md
+from tests.support.zipcraft import make_zip, skill_md
 
 FRONTMATTER = """name: demo
 description: A demo skill.

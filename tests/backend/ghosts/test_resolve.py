@@ -10,8 +10,8 @@ from backend.errors import InvalidRequest, NotFound
 from backend.ghosts import PUBLIC_GHOSTS
 from backend.ghosts.resolve import resolve_ghost, resolve_skills
 from backend.kinds.store import Scope
-from tests.backend.api.ghost_helpers import PUBLIC, add_skill, create, ghost
-from tests.conftest import Account
+from tests.support.accounts import Account
+from tests.support.ghosts import PUBLIC, add_skill, create, ghost
 
 PUBLIC_SKILLS = "/api/v1/public/skills"
 

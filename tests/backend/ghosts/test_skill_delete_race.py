@@ -17,8 +17,8 @@ from backend.ghosts.validation import parse_ghost
 from backend.kinds import store
 from backend.kinds.store import Scope
 from backend.skills import service as skills
-from tests.backend.api.ghost_helpers import add_skill, ghost
-from tests.conftest import Account
+from tests.support.accounts import Account
+from tests.support.ghosts import add_skill, ghost
 from tests.support.wait import eventually
 
 # SQLite serialises writers and has no row locks; the lock protocol is PostgreSQL's.

@@ -8,8 +8,8 @@ from sqlalchemy import select, update
 
 from backend.db.models import Kind
 from backend.ghosts.resolve import resolve_ghost
-from tests.backend.api.ghost_helpers import add_skill, create, ghost, own
-from tests.conftest import Account
+from tests.support.accounts import Account
+from tests.support.ghosts import add_skill, create, ghost, own
 
 
 async def _store_old_spelling(app: FastAPI, name: str) -> None:

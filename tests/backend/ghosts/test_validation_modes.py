@@ -7,7 +7,7 @@ import pytest
 from backend.errors import InvalidRequest
 from backend.ghosts.validation import parse_ghost
 from backend.kinds.store import Scope
-from tests.backend.api.ghost_helpers import ghost
+from tests.support.ghosts import ghost
 
 SCOPE = Scope(1, "dev")
 

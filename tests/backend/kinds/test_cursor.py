@@ -12,8 +12,8 @@ import pytest
 
 from backend.errors import InvalidRequest
 from backend.kinds import cursor
-from tests.backend.api.test_auth import assert_error
-from tests.conftest import Account
+from tests.support.accounts import Account
+from tests.support.errors import assert_error
 
 
 def token(raw: str | bytes) -> str:

@@ -16,13 +16,13 @@ from backend.app import create_app
 from backend.config import Settings
 from backend.ops import metrics
 from backend.ops.quotas import LIMITS
-from tests.backend.api.ghost_helpers import ghost
-from tests.backend.api.skill_helpers import upload
-from tests.backend.api.test_auth import assert_error
-from tests.conftest import Account
 from tests.support import zips
+from tests.support.accounts import Account
+from tests.support.errors import assert_error
+from tests.support.ghosts import ghost
 from tests.support.lifespan import running
 from tests.support.ports import closed_port
+from tests.support.skills import upload
 
 METRICS_TOKEN = "prometheus-scrape-token-0123456789"
 

@@ -14,14 +14,14 @@ from backend.app import create_app
 from backend.chat.transport import RedisKeys
 from backend.config import Settings
 from backend.ops.quotas import QuotaExceeded
-from tests.backend.api.ghost_helpers import ghost
-from tests.backend.api.skill_helpers import upload
-from tests.backend.api.test_auth import assert_error
-from tests.backend.chat.conftest import LOOPBACK_ALLOW, ChatSetup, make_setup
-from tests.conftest import Account
-from tests.fake_openai_server import FakeOpenAIServer, Reply, ToolCall
 from tests.support import zips
+from tests.support.accounts import Account
+from tests.support.chat import LOOPBACK_ALLOW, ChatSetup, make_setup
+from tests.support.errors import assert_error
+from tests.support.ghosts import ghost
 from tests.support.lifespan import running
+from tests.support.openai_server import FakeOpenAIServer, Reply, ToolCall
+from tests.support.skills import upload
 
 CONVERSATIONS = "/api/v1/conversations"
 GHOSTS = "/api/v1/namespaces/dev/ghosts"

@@ -26,8 +26,8 @@ from backend.config import Settings
 from backend.db.engine import create_engine, create_sessionmaker
 from backend.secrets.cipher import load_cipher
 from backend.worker import TurnWorker
-from tests.backend.api.ghost_helpers import ghost
-from tests.conftest import Account
+from tests.support.accounts import Account
+from tests.support.ghosts import ghost
 from tests.support.lifespan import running
 
 _EXPORTER = InMemorySpanExporter()

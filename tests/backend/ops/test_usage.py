@@ -16,12 +16,12 @@ from backend.app import create_app
 from backend.config import Settings
 from backend.db.models import UsageRecord
 from chat_shell.offline import ScriptedChatModel
-from tests.backend.api.ghost_helpers import ghost
-from tests.backend.api.test_auth import assert_error
-from tests.backend.chat.conftest import LOOPBACK_ALLOW, ChatSetup, make_setup
-from tests.conftest import Account
-from tests.fake_openai_server import FakeOpenAIServer, Reply, ToolCall
+from tests.support.accounts import Account
+from tests.support.chat import LOOPBACK_ALLOW, ChatSetup, make_setup
+from tests.support.errors import assert_error
+from tests.support.ghosts import ghost
 from tests.support.lifespan import running
+from tests.support.openai_server import FakeOpenAIServer, Reply, ToolCall
 
 USAGE = "/api/v1/usage"
 

@@ -15,7 +15,7 @@ import pytest
 from backend.skills.errors import PackageError
 from backend.skills.limits import ArchiveLimits
 from backend.skills.package import read_package, read_package_file
-from tests.backend.skills.zipcraft import (
+from tests.support.zipcraft import (
     MiB,
     RawEntry,
     deflated_zeros,

@@ -18,8 +18,8 @@ from typer.testing import CliRunner
 from backend.app import create_app
 from backend.cli import app as cli
 from backend.config import Settings, get_settings
-from tests.backend.test_cli import assert_one_error_line
 from tests.support import zips
+from tests.support.cli import assert_one_error_line
 from tests.support.corpus import FIXTURE_SKILLS
 from tests.support.live import live_server
 from tests.support.ports import closed_port

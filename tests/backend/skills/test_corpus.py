@@ -1,7 +1,7 @@
 """Real skills nobody on this project wrote (the corpus, located by tests/support/corpus.py)
 import as predicted, and on the Agent Skills standard fields our verdicts agree with the
-reference validator (see skill_checks.py). Without the corpus these tests skip, naming the folder
-they looked in; the same rules are checked on the repository's own skills in
+reference validator (see tests/support/skill_checks.py). Without the corpus these tests skip,
+naming the folder they looked in; the same rules are checked on the repository's own skills in
 test_fixture_skills.py. The synthetic edge cases at the end need no corpus.
 """
 
@@ -15,8 +15,8 @@ from skills_ref.validator import ALLOWED_FIELDS
 from backend.skills.fields import STANDARD_KEYS
 from backend.skills.folder import zip_folder
 from backend.skills.package import SkillPackage, read_package
-from tests.backend.skills.skill_checks import assert_agreement, assert_imports_as_predicted
 from tests.support import corpus
+from tests.support.skill_checks import assert_agreement, assert_imports_as_predicted
 
 # What the corpus README says each folder exercises, as warning codes.
 EXPECTED_WARNINGS: dict[str, list[str]] = {

@@ -8,7 +8,7 @@ import pytest
 
 from backend.skills.errors import PackageError
 from backend.skills.package import SkillPackage, read_package
-from tests.backend.skills.zipcraft import make_zip, skill_md, skill_zip
+from tests.support.zipcraft import make_zip, skill_md, skill_zip
 
 DESCRIPTION = "description: A demo skill."
 

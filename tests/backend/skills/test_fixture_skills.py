@@ -10,14 +10,10 @@ import pytest
 
 from backend.skills.folder import zip_folder
 from backend.skills.package import SkillPackage, read_package
-from tests.backend.api.skill_helpers import upload
-from tests.backend.skills.skill_checks import (
-    assert_agreement,
-    assert_imports_as_predicted,
-    files_on_disk,
-)
-from tests.conftest import Account
+from tests.support.accounts import Account
 from tests.support.corpus import FIXTURE_SKILLS
+from tests.support.skill_checks import assert_agreement, assert_imports_as_predicted, files_on_disk
+from tests.support.skills import upload
 
 # What each fixture exercises, as the warning codes it must draw.
 EXPECTED_WARNINGS: dict[str, list[str]] = {

@@ -10,7 +10,7 @@ from backend.skills.errors import PackageError
 from backend.skills.frontmatter import EXPANSION_FACTOR, SkillMarkdown, parse_skill_md
 from backend.skills.package import read_package
 from backend.skills.safe_yaml import MAX_DEPTH
-from tests.backend.skills.zipcraft import make_zip
+from tests.support.zipcraft import make_zip
 
 CAP = 64 * 1024
 

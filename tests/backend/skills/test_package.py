@@ -16,7 +16,7 @@ from backend.skills.errors import PackageError
 from backend.skills.folder import zip_folder
 from backend.skills.limits import ArchiveLimits
 from backend.skills.package import read_package, read_package_file
-from tests.backend.skills.zipcraft import make_zip, skill_md, skill_zip
+from tests.support.zipcraft import make_zip, skill_md, skill_zip
 
 MD = skill_md("name: demo\ndescription: A demo skill.")
 

@@ -14,8 +14,8 @@ from backend.kinds import store
 from backend.kinds.store import Scope
 from backend.skills import service, versions
 from backend.skills.versions import VersionNotFoundError
-from tests.conftest import Account
 from tests.support import zips
+from tests.support.accounts import Account
 
 
 def _sha(data: bytes) -> str:

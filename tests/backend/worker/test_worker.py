@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.backend.worker.conftest import Bench
 from tests.support.wait import eventually
+from tests.support.worker import Bench
 
 
 async def test_a_turn_runs_under_a_lease_then_is_acknowledged_and_frees_its_conversation(

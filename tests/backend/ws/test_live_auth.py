@@ -16,10 +16,10 @@ from sqlalchemy import update
 from backend.auth import service as auth_service
 from backend.db.models import ApiToken, User
 from backend.db.types import utcnow
-from tests.backend.chat.conftest import ChatSetup
-from tests.backend.chat.test_scale_out import RedisServer
-from tests.backend.ws.conftest import Socket
-from tests.conftest import Account
+from tests.support.accounts import Account
+from tests.support.chat import ChatSetup
+from tests.support.redis_server import RedisServer
+from tests.support.sockets import Socket
 
 
 async def rest_code(url: str, token: str) -> str:

@@ -13,8 +13,8 @@ import httpx
 import pytest
 import websockets
 
-from tests.backend.chat.conftest import ChatSetup
-from tests.conftest import Account
+from tests.support.accounts import Account
+from tests.support.chat import ChatSetup
 
 
 @pytest.fixture

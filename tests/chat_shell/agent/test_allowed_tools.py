@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from chat_shell.contracts import ToolDeclaration
-from tests.chat_shell.agent.test_mcp_tools import fixture_server, mcp_skill, tool_texts
-from tests.chat_shell.agent.test_runner import ToolsProvider, registry_with
-from tests.chat_shell.fakes import FakeToolChatModel, call, collect, load, request, say, skill
+from tests.support.agent import ToolsProvider, fixture_server, mcp_skill, registry_with, tool_texts
+from tests.support.fakes import FakeToolChatModel, call, collect, load, request, say, skill
 
 
 async def test_a_skills_mcp_tools_outside_its_allowlist_are_not_offered_nor_callable() -> None:

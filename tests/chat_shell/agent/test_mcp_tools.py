@@ -7,13 +7,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from langchain_core.messages import ToolMessage
 
 from chat_shell.agent import run_turn
-from chat_shell.contracts import Event, SkillSpec
+from chat_shell.contracts import Event
 from chat_shell.ports import InMemoryFrontendChannel, InMemoryPackageSource
 from chat_shell.tools.mcp import McpServerConfig, parse_mcp_server
-from tests.chat_shell.fakes import (
+from tests.support.agent import fixture_server, mcp_skill, tool_texts
+from tests.support.cluster import free_port
+from tests.support.fakes import (
     LOOPBACK,
     FakeToolChatModel,
     call,
@@ -25,12 +26,7 @@ from tests.chat_shell.fakes import (
     say,
     skill,
 )
-from tests.chat_shell.tools.mcp.servers import FIXTURE_SERVER, free_port
-
-
-def fixture_server(*, trusted: bool = True) -> McpServerConfig:
-    command = {"command": sys.executable, "args": [str(FIXTURE_SERVER), "stdio"]}
-    return parse_mcp_server(command, trusted=trusted)
+from tests.support.mcp_servers import FIXTURE_SERVER
 
 
 def canary_server(canary: Path) -> McpServerConfig:
@@ -39,14 +35,6 @@ def canary_server(canary: Path) -> McpServerConfig:
     return parse_mcp_server(
         {"command": sys.executable, "args": ["-c", script, str(canary)]}, trusted=True
     )
-
-
-def mcp_skill(name: str, config: McpServerConfig, *, public: bool = True) -> SkillSpec:
-    return skill(name, public=public, mcp_servers={f"{name}-server": config})
-
-
-def tool_texts(model: FakeToolChatModel) -> list[str]:
-    return [m.text for m in model.calls[-1].messages if isinstance(m, ToolMessage)]
 
 
 async def test_the_ghosts_mcp_tools_are_visible_from_the_first_call() -> None:

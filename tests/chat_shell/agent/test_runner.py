@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
 from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
-from langchain_core.tools import BaseTool, StructuredTool
 
 from chat_shell.agent import run_turn
 from chat_shell.contracts import (
@@ -19,8 +17,8 @@ from chat_shell.contracts import (
     ToolDeclaration,
 )
 from chat_shell.ports import InMemoryFrontendChannel, InMemoryPackageSource
-from chat_shell.skills import ProviderContext, ProviderRegistry, SkillToolProvider
-from tests.chat_shell.fakes import (
+from tests.support.agent import ToolsProvider, registry_with
+from tests.support.fakes import (
     FakeToolChatModel,
     call,
     collect,
@@ -129,44 +127,9 @@ async def test_an_invalid_request_is_an_error_event_not_an_exception() -> None:
     assert events[-1].code == "invalid_turn_request"
 
 
-class ToolsProvider(SkillToolProvider):
-    """Test tools: one that fails, one that blocks until cancelled."""
-
-    provider_name = "test"
-    supported_tools = ("explode", "block")
-
-    def __init__(self) -> None:
-        self.started = asyncio.Event()
-        self.cancelled = asyncio.Event()
-
-    def create_tool(
-        self, tool_name: str, context: ProviderContext, config: Mapping[str, Any]
-    ) -> BaseTool:
-        async def explode() -> str:
-            raise RuntimeError("tool blew up")
-
-        async def block() -> str:
-            self.started.set()
-            try:
-                await asyncio.Event().wait()
-            except asyncio.CancelledError:
-                self.cancelled.set()
-                raise
-            return "unreachable"
-
-        function = explode if tool_name == "explode" else block
-        return StructuredTool.from_function(coroutine=function, name=tool_name, description=".")
-
-
 def tools_skill() -> Any:
     declarations = [ToolDeclaration(name=n, provider="test") for n in ToolsProvider.supported_tools]
     return skill("tools", tools=declarations)
-
-
-def registry_with(provider: ToolsProvider) -> ProviderRegistry:
-    registry = ProviderRegistry()
-    registry.register(provider)
-    return registry
 
 
 async def test_a_raising_tool_becomes_a_tool_error_and_the_turn_goes_on() -> None:

@@ -10,13 +10,7 @@ import zlib
 import pytest
 
 from chat_shell.packages import PackageReadError, open_package
-from tests.backend.skills.zipcraft import (
-    RawEntry,
-    local_header,
-    make_zip,
-    patch_local_header,
-    raw_zip,
-)
+from tests.support.zipcraft import RawEntry, local_header, make_zip, patch_local_header, raw_zip
 
 MD = b"---\nname: demo\ndescription: A demo skill.\n---\nDo it.\n"
 HONEST = make_zip({"demo/SKILL.md": MD, "demo/tool.py": b"print('hi')\n" * 50})

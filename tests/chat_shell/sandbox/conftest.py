@@ -5,24 +5,12 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from chat_shell.sandbox import BubblewrapSandbox, Workspace
-from tests.support.sandbox import require_sandbox
-
-
-@pytest.fixture(scope="session")
-async def sandbox() -> AsyncIterator[BubblewrapSandbox]:
-    engine = BubblewrapSandbox()  # under the system temp dir, which `nobody` can reach
-    found = await engine.availability()
-    if not found.available:
-        engine.close()
-    require_sandbox(found)
-    yield engine
-    engine.close()
 
 
 @pytest.fixture

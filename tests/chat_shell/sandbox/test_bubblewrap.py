@@ -23,7 +23,7 @@ from chat_shell.sandbox import (
 )
 from chat_shell.sandbox.port import LIMIT_CPU, LIMIT_WORKSPACE
 from chat_shell.sandbox.workspace import write_tree
-from tests.chat_shell.sandbox.test_escapes import processes_with
+from tests.support.sandbox import processes_with
 from tests.support.wait import eventually
 
 MiB = 1024 * 1024

@@ -27,6 +27,7 @@ from chat_shell.sandbox import (
 from chat_shell.sandbox.port import LIMIT_OUTPUT, LIMIT_WALL_TIME
 from chat_shell.sandbox.workspace import write_tree
 from chat_shell.skills.package_loader import PackageFiles
+from tests.support.sandbox import processes_with
 from tests.support.wait import eventually
 
 LIMITS = SandboxLimits(wall_seconds=30, output_bytes=64 * 1024, workspace_bytes=4 * 1024 * 1024)
@@ -43,20 +44,6 @@ async def run(
     return await sandbox.run(
         SandboxRun(command, workspace, skill_dir=skill_dir, limits=replace(LIMITS, **limits))
     )
-
-
-def processes_with(marker: str) -> list[int]:
-    """Host pids whose command line contains `marker` (the test's own process excluded)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            if marker.encode() in (entry / "cmdline").read_bytes():
-                found.append(int(entry.name))
-        except OSError:
-            continue
-    return found
 
 
 def exists(path: str) -> bool:

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from chat_shell.tools.pending_requests import Outcome
-from tests.chat_shell.fakes import FakeToolChatModel, call, done, load, say
-from tests.chat_shell.skills.frontend_support import (
+from tests.support.fakes import FakeToolChatModel, call, done, load, say
+from tests.support.frontend import (
     SKILLS_DIR,
     USER,
     Browser,

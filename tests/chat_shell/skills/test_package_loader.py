@@ -17,8 +17,8 @@ from chat_shell.skills.package_loader import (
     release_package,
     synthetic_package_name,
 )
-from tests.chat_shell.fakes import skill_zip
 from tests.support import zips
+from tests.support.fakes import skill_zip
 
 FILES = {
     "lib/__init__.py": "from .inner import VALUE\n",

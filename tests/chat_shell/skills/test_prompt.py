@@ -16,7 +16,7 @@ from chat_shell.skills.prompt import (
     render_stable_prompt,
     render_system_prompt,
 )
-from tests.chat_shell.fakes import skill
+from tests.support.fakes import skill
 
 
 def test_the_catalog_is_sorted_by_name_whatever_the_input_order() -> None:

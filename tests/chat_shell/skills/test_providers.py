@@ -10,7 +10,7 @@ from langchain_core.messages import ToolMessage
 from chat_shell.contracts import ProviderRef, SkillSpec, ToolDeclaration
 from chat_shell.ports import InMemoryFrontendChannel, InMemoryPackageSource
 from chat_shell.skills import ProviderRegistry
-from tests.chat_shell.fakes import (
+from tests.support.fakes import (
     FakeToolChatModel,
     call,
     collect,

@@ -311,7 +311,7 @@ async def peer(url: str, prefix: str) -> AsyncIterator[Peer]:
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "tests.chat_shell.tools.pending_peer",
+        "tests.support.pending_peer",
         url,
         prefix,
         cwd=ROOT,

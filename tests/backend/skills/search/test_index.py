@@ -14,8 +14,8 @@ from backend.kinds.store import Scope
 from backend.skills import service
 from backend.skills.search.engine import search
 from backend.skills.search.selection import ReadableSkills
-from tests.backend.skills.search.conftest import Store
 from tests.support import services, zips
+from tests.support.skill_store import Store
 
 
 async def names(store: Store, user: int, query: str) -> list[str]:

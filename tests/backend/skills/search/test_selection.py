@@ -9,7 +9,7 @@ from backend.ghosts import PUBLIC_GHOSTS
 from backend.kinds.store import Scope
 from backend.skills.search.engine import search
 from backend.skills.search.selection import GhostSkills, ReadableSkills, SkillSource
-from tests.backend.skills.search.conftest import Store
+from tests.support.skill_store import Store
 
 QUERY = "make a chart of the numbers"
 

@@ -15,9 +15,9 @@ from backend.kinds.store import Scope
 from backend.skills.search.engine import SearchHit, search
 from backend.skills.search.selection import ReadableSkills
 from backend.skills.search.semantic import SemanticRanker, ranker_for
-from tests.backend.skills.search.conftest import Store
 from tests.support.embeddings import EmbeddingsServer
 from tests.support.listener import Listener
+from tests.support.skill_store import Store
 
 QUERY = "draw me charts of the sea"
 THRESHOLD = 0.2  # four skills: every word is common, scores are low

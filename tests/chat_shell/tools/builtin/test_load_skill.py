@@ -12,7 +12,7 @@ from chat_shell.contracts import HistoryMessage, LoadedSkill, SkillSpec, ToolDec
 from chat_shell.offline import Step
 from chat_shell.skills import ProviderContext, ProviderRegistry, SkillToolProvider
 from chat_shell.skills.prompt import choose_fence, parse_loaded_names, render_loaded_skill
-from tests.chat_shell.fakes import (
+from tests.support.fakes import (
     FakeToolChatModel,
     call,
     collect,

@@ -7,7 +7,7 @@ from chat_shell.agent import run_turn
 from chat_shell.contracts import CatalogEntry, Event, SkillMatch, SkillSpec, TurnRequest
 from chat_shell.ports import InMemoryFrontendChannel, InMemoryPackageSource, InMemorySkillDirectory
 from chat_shell.skills.registry import ProviderRegistry
-from tests.chat_shell.fakes import FakeToolChatModel, call, done, load, request, say, skill
+from tests.support.fakes import FakeToolChatModel, call, done, load, request, say, skill
 
 SKILLS = [
     skill("tides", "Predict the tides of a harbour."),

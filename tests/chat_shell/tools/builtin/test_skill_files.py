@@ -22,7 +22,7 @@ from chat_shell.tools.builtin.skill_files import (
     list_skill_files,
     read_skill_file,
 )
-from tests.chat_shell.fakes import FakeToolChatModel, call, collect, done, load, request, say, skill
+from tests.support.fakes import FakeToolChatModel, call, collect, done, load, request, say, skill
 
 GUIDE = "# Guide\n" + "".join(f"line {i}: naïve café ✓\n" for i in range(400))
 PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"

@@ -9,8 +9,8 @@ import pytest
 
 from chat_shell.net import EgressPolicy
 from chat_shell.tools.mcp import McpServerConfig, McpSessionPool, parse_mcp_server
-from tests.chat_shell.tools.mcp.support import codes, loopback_pool
 from tests.support.listener import Listener, http_response
+from tests.support.mcp_pool import codes, loopback_pool
 
 TRANSPORTS = {"sse": "/sse", "http": "/mcp"}
 

@@ -8,8 +8,9 @@ from collections.abc import AsyncIterator, Callable
 import pytest
 
 from chat_shell.tools.mcp import McpError, McpServerConfig, parse_mcp_server
-from tests.chat_shell.tools.mcp.servers import child_processes, free_port
-from tests.chat_shell.tools.mcp.support import by_name, call, call_ok, codes, loopback_pool
+from tests.support.cluster import free_port
+from tests.support.mcp_pool import by_name, call, call_ok, codes, loopback_pool
+from tests.support.mcp_servers import child_processes
 
 # The first run installs the servers inside fixture setup, which pytest-timeout counts.
 pytestmark = pytest.mark.timeout(600)

@@ -16,7 +16,7 @@ from chat_shell.sandbox import BubblewrapSandbox
 from chat_shell.skills.registry import ProviderRegistry
 from chat_shell.tools.mcp import McpServerConfig
 from chat_shell.tools.sandbox import SandboxAccess
-from tests.chat_shell.fakes import LOOPBACK, call, done, of_type, request, say
+from tests.support.fakes import LOOPBACK, call, done, of_type, request, say
 
 # The first run installs the servers inside fixture setup, which pytest-timeout counts.
 pytestmark = pytest.mark.timeout(600)

@@ -16,7 +16,7 @@ from chat_shell.sandbox import BubblewrapSandbox
 from chat_shell.skills.registry import ProviderRegistry
 from chat_shell.tools.sandbox import SandboxAccess
 from chat_shell.tools.sandbox.files import ArtifactLimits, NewArtifact, SavedArtifact
-from tests.chat_shell.fakes import FakeToolChatModel, call, load, of_type, request, say, skill
+from tests.support.fakes import FakeToolChatModel, call, load, of_type, request, say, skill
 
 
 @dataclass

@@ -14,16 +14,7 @@ from chat_shell.ports import InMemoryFrontendChannel, InMemoryPackageSource
 from chat_shell.sandbox import BubblewrapSandbox
 from chat_shell.skills.registry import ProviderRegistry
 from chat_shell.tools.sandbox import SandboxAccess
-from tests.chat_shell.fakes import (
-    FakeToolChatModel,
-    call,
-    done,
-    load,
-    request,
-    say,
-    skill,
-    skill_zip,
-)
+from tests.support.fakes import FakeToolChatModel, call, done, load, request, say, skill, skill_zip
 
 REPORT = """\
 import os, sys

@@ -1,6 +1,6 @@
 """A second OS process that answers pending requests, like a gateway receiving `skill:response`.
 
-    python -m tests.chat_shell.tools.pending_peer REDIS_URL PREFIX
+    python -m tests.support.pending_peer REDIS_URL PREFIX
 
 Prints `{"worker_id": ...}` once ready, then for every stdin line `[[user_id, request_id,
 success, result, error], ...]` resolves all of them at once and prints `{"outcomes": [...]}`.

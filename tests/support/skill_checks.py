@@ -1,5 +1,5 @@
-"""The checks run over real skill folders: the corpus (test_corpus.py) and the repository's own
-fixture skills (test_fixture_skills.py) go through the same assertions.
+"""The checks run over real skill folders: the corpus (tests/backend/skills/test_corpus.py) and
+the repository's own fixture skills (test_fixture_skills.py there) go through the same assertions.
 
 Agreement with the reference validator `skills_ref` is compared per category of finding: where
 we accept a skill, the categories we warn about equal those `skills_ref.validate` reports; where

@@ -8,7 +8,7 @@ from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool
 
 from chat_shell.tools.mcp import McpFailure, McpSessionPool
-from tests.chat_shell.fakes import LOOPBACK
+from tests.support.fakes import LOOPBACK
 
 
 def loopback_pool(**options: Any) -> McpSessionPool:

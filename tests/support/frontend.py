@@ -24,9 +24,9 @@ from chat_shell.offline import ScriptedChatModel
 from chat_shell.ports import FrontendMessage, InMemoryFrontendChannel, InMemoryPackageSource
 from chat_shell.skills.registry import ProviderRegistry
 from chat_shell.tools.pending_requests import InMemoryPendingRequestRegistry, Outcome
-from tests.chat_shell.fakes import request
+from tests.support.fakes import request
 
-SKILLS_DIR = Path(__file__).resolve().parents[3] / "skills"
+SKILLS_DIR = Path(__file__).resolve().parents[2] / "skills"
 USER = 7  # the user of `fakes.request`
 DEADLINE_S = 10.0  # bounds every wait; a healthy run takes milliseconds
 

@@ -9,8 +9,8 @@ from fastapi import FastAPI
 from sqlalchemy import func, select
 
 from backend.db.models import Kind
-from tests.backend.api.skill_helpers import upload
 from tests.support import zips
+from tests.support.skills import upload
 
 
 def ghost(name: str = "helper", *, namespace: str | None = None, **spec: Any) -> dict[str, Any]:

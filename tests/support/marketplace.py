@@ -3,7 +3,8 @@
 Two plugins by relative path (one under `partner/`), one by remote source; commands with
 `$ARGUMENTS` and `$1`; a `.mcp.json` with `${VAR}` references, an unknown key and an empty
 template server; a skill whose name breaks the name rule (`ui-toolkit/web`); a nested skill
-named like another skill, not user-invocable; agents and hooks.
+named like another skill, not user-invocable; agents and hooks. And the REST calls that import
+such ZIPs and create the Ghosts using their plugins.
 """
 
 from __future__ import annotations
@@ -11,8 +12,14 @@ from __future__ import annotations
 import io
 import json
 import zipfile
+from typing import Any
+
+import httpx
+
+from tests.support.accounts import Account
 
 ROOT = "market-main"
+PLUGINS = "/api/v1/namespaces/dev/plugins"
 
 MARKETPLACE = {
     "name": "fixture-market",
@@ -116,3 +123,24 @@ def plugin_zip(files: dict[str, str], prefix: str) -> bytes:
     """One plugin folder as its own ZIP (its folder is the ZIP's top folder)."""
     inner = {p.removeprefix(prefix): t for p, t in files.items()}
     return build_zip(inner, root=prefix.strip("/").rsplit("/", 1)[-1])
+
+
+async def post_zip(
+    client: httpx.AsyncClient, account: Account, data: bytes, url: str = PLUGINS
+) -> httpx.Response:
+    return await client.post(
+        url, files={"file": ("market.zip", data, "application/zip")}, headers=account.headers
+    )
+
+
+async def import_market(client: httpx.AsyncClient, account: Account) -> dict[str, Any]:
+    response = await post_zip(client, account, marketplace_zip())
+    assert response.status_code == 201, response.text
+    return dict(response.json())
+
+
+async def make_ghost(
+    client: httpx.AsyncClient, account: Account, name: str, **spec: Any
+) -> httpx.Response:
+    body = {"metadata": {"name": name}, "spec": spec}
+    return await client.post("/api/v1/namespaces/dev/ghosts", json=body, headers=account.headers)

@@ -12,13 +12,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
 
 from chat_shell.agent import run_turn
-from chat_shell.contracts import (
-    DoneEvent,
-    Event,
-    HistoryMessage,
-    SkillSpec,
-    TurnRequest,
-)
+from chat_shell.contracts import DoneEvent, Event, HistoryMessage, SkillSpec, TurnRequest
 from chat_shell.net import EgressPolicy
 from chat_shell.offline import ScriptedChatModel
 from chat_shell.ports import InMemoryFrontendChannel, InMemoryPackageSource, PackageSource

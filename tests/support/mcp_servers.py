@@ -17,9 +17,13 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
+
+from chat_shell.tools.mcp import McpServerConfig, parse_mcp_server
+from tests.support.cluster import free_port
 from tests.support.installs import CACHE, install_once, npm_install, run
 
-FIXTURE_SERVER = Path(__file__).with_name("fixture_server.py")
+FIXTURE_SERVER = Path(__file__).with_name("mcp_fixture_server.py")
 
 TIME_PINS = ["mcp-server-time==2026.10.19", "mcp==2.3.0"]
 TIME_VENV = CACHE / "mcp-venv"
@@ -44,13 +48,6 @@ def install_everything_server() -> Path:
 
     npm_install(NPM_PREFIX, EVERYTHING_PIN)
     return EVERYTHING_JS
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def wait_until(condition: Callable[[], bool], *, timeout_s: float = 30.0, what: str) -> None:
@@ -109,3 +106,31 @@ def child_processes(marker: str) -> list[int]:
         if int(ppid) == os.getpid() and state != "Z" and marker in cmdline:
             pids.append(int(entry.name))
     return pids
+
+
+@pytest.fixture(scope="session")
+def time_server() -> McpServerConfig:
+    """`mcp-server-time` over stdio, trusted (as in server configuration)."""
+    exe = install_time_server()
+    return parse_mcp_server({"command": str(exe), "args": ["--local-timezone=UTC"]}, trusted=True)
+
+
+@pytest.fixture(scope="session")
+def everything_js() -> str:
+    return str(install_everything_server())
+
+
+@pytest.fixture(scope="session")
+def everything_http(everything_js: str) -> Iterator[McpServerConfig]:
+    cmd = ["node", everything_js, "streamableHttp"]
+    with http_server(cmd, free_port()) as base:
+        yield parse_mcp_server({"type": "streamableHttp", "url": f"{base}/mcp"}, trusted=False)
+
+
+@pytest.fixture(scope="session")
+def fixture_http() -> Iterator[McpServerConfig]:
+    """The fixture server over streamable HTTP (its `get_header` tool sees request headers)."""
+    port = free_port()
+    cmd = [sys.executable, str(FIXTURE_SERVER), "http", str(port)]
+    with http_server(cmd, port) as base:
+        yield parse_mcp_server({"type": "http", "url": f"{base}/mcp"}, trusted=False)

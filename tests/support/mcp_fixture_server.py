@@ -1,6 +1,6 @@
 """A small MCP server for the pool tests, on the project's own `mcp` 1.x FastMCP.
 
-Run as a script: `python fixture_server.py stdio` or `python fixture_server.py http PORT`.
+Run as a script: `python mcp_fixture_server.py stdio` or `python mcp_fixture_server.py http PORT`.
 Its tools expose what the tests must observe from the server side: which process answers
 (`pid`), the environment and headers it received, a call that never returns (`hang`) and a
 crash in the middle of a call (`crash`).

