@@ -33,7 +33,7 @@ from chat_shell.contracts import Event, SkillSpec
 from chat_shell.errors import ProviderLoadError
 from chat_shell.ports import InMemoryPackageSource
 from chat_shell.sandbox import BubblewrapSandbox, SandboxLimits, SandboxResult, SandboxRun
-from chat_shell.sandbox.arguments import SANDBOX_PATH
+from chat_shell.sandbox._arguments import SANDBOX_PATH
 from chat_shell.sandbox.workspace import write_tree
 from chat_shell.skills.active import ActiveSkills
 from chat_shell.skills.package_loader import PackageFiles

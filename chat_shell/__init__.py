@@ -11,8 +11,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 _EXPORTS = {
-    "chat_shell.agent.graph": ["inline_tracing_hooks"],
-    "chat_shell.agent.runner": ["run_turn"],
+    "chat_shell.agent._graph": ["inline_tracing_hooks"],
+    "chat_shell.agent._runner": ["run_turn"],
     "chat_shell.contracts": [
         "ArtifactEvent",
         "CatalogEntry",
@@ -51,7 +51,7 @@ _EXPORTS = {
         "open_package",
         "path_problem",
     ],
-    "chat_shell.packages.archive": ["open_archive"],
+    "chat_shell.packages._archive": ["open_archive"],
     "chat_shell.ports": ["PackageSource", "SkillDirectory"],
     "chat_shell.sandbox": ["BubblewrapSandbox", "SandboxLimits", "WORKSPACE_DIR"],
     "chat_shell.sandbox.workspace": ["safe_relative_path"],
@@ -76,7 +76,7 @@ _EXPORTS = {
         "RedisPendingRequestRegistry",
     ],
     "chat_shell.tools.sandbox": ["SandboxAccess"],
-    "chat_shell.tools.sandbox.files": ["ArtifactLimits", "NewArtifact", "SavedArtifact"],
+    "chat_shell.tools.sandbox._files": ["ArtifactLimits", "NewArtifact", "SavedArtifact"],
 }
 _MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
 
@@ -153,8 +153,8 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from chat_shell.agent.graph import inline_tracing_hooks
-    from chat_shell.agent.runner import run_turn
+    from chat_shell.agent._graph import inline_tracing_hooks
+    from chat_shell.agent._runner import run_turn
     from chat_shell.contracts import (
         ArtifactEvent,
         CatalogEntry,
@@ -193,7 +193,7 @@ if TYPE_CHECKING:
         open_package,
         path_problem,
     )
-    from chat_shell.packages.archive import open_archive
+    from chat_shell.packages._archive import open_archive
     from chat_shell.ports import PackageSource, SkillDirectory
     from chat_shell.sandbox import WORKSPACE_DIR, BubblewrapSandbox, SandboxLimits
     from chat_shell.sandbox.workspace import safe_relative_path
@@ -218,7 +218,7 @@ if TYPE_CHECKING:
         RedisPendingRequestRegistry,
     )
     from chat_shell.tools.sandbox import SandboxAccess
-    from chat_shell.tools.sandbox.files import ArtifactLimits, NewArtifact, SavedArtifact
+    from chat_shell.tools.sandbox._files import ArtifactLimits, NewArtifact, SavedArtifact
 
 
 def __getattr__(name: str) -> Any:

@@ -16,10 +16,10 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from chat_shell.local_model import LocalToolChatModel, ToolSchemas, estimate_usage
-from chat_shell.scripted import RecordedCall, ScriptedChatModel, Step
+from chat_shell._local_model import LocalToolChatModel, ToolSchemas, estimate_usage
+from chat_shell._scripted import RecordedCall, ScriptedChatModel, Step
+from chat_shell._tokens import estimate_tokens
 from chat_shell.skills.prompt import LOAD_SKILL_TOOL, parse_catalog, parse_loaded_names
-from chat_shell.tokens import estimate_tokens
 
 __all__ = [
     "LocalToolChatModel",

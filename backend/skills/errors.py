@@ -19,7 +19,7 @@ from chat_shell import PackageReadError
 
 
 class ErrorCode(StrEnum):
-    # archive safety (chat_shell/packages/archive.py, entry_data.py)
+    # archive safety (chat_shell/packages/_archive.py, _entry_data.py)
     ARCHIVE_TOO_LARGE = "archive_too_large"
     NOT_A_ZIP = "not_a_zip"
     TOO_MANY_ENTRIES = "too_many_entries"
@@ -35,7 +35,7 @@ class ErrorCode(StrEnum):
     LOCAL_HEADER_MISMATCH = "local_header_mismatch"
     ENTRY_SIZE_MISMATCH = "entry_size_mismatch"
     ENTRY_CRC_MISMATCH = "entry_crc_mismatch"
-    # package layout (chat_shell/packages/layout.py, backend/skills/package.py)
+    # package layout (chat_shell/packages/_layout.py, backend/skills/package.py)
     SKILL_MD_MISSING = "skill_md_missing"
     AMBIGUOUS_ROOT = "ambiguous_root"
     SKILL_MD_TOO_LARGE = "skill_md_too_large"

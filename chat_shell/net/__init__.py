@@ -1,12 +1,12 @@
 """Outbound connections: the egress policy and the clients that obey it."""
 
+from chat_shell.net._transport import EgressNetworkBackend, EgressTransport, egress_client
 from chat_shell.net.egress import (
     EgressForbidden,
     EgressPolicy,
     default_refusal,
     literal_address,
 )
-from chat_shell.net.transport import EgressNetworkBackend, EgressTransport, egress_client
 from chat_shell.net.upstream import (
     error_body_logger,
     find_cause,

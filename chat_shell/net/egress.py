@@ -6,7 +6,7 @@ network, the cloud metadata service (server-side request forgery). The rules:
 
 - http and https only.
 - Every address a host name resolves to is checked, and the connection goes to a checked
-  address (`chat_shell.net.transport`), so a second DNS answer cannot rebind it.
+  address (`chat_shell.net._transport`), so a second DNS answer cannot rebind it.
 - Refused by default: loopback, private, link-local (169.254.169.254), shared (CGNAT),
   multicast, unspecified, documentation and reserved ranges of IPv4 and IPv6, also when an
   IPv6 address carries a refused IPv4 one (IPv4-mapped, IPv4-compatible, NAT64, 6to4).

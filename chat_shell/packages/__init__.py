@@ -4,11 +4,11 @@ backend reads uploads and serves files through this package; the engine imports 
 reads skill files through it too, so both always agree on which files make up a package.
 """
 
-from chat_shell.packages.archive import check_archive_size, path_problem
-from chat_shell.packages.errors import PackageReadError, ReadCode
-from chat_shell.packages.layout import SKILL_MD_NAMES, is_ignored
+from chat_shell.packages._archive import check_archive_size, path_problem
+from chat_shell.packages._errors import PackageReadError, ReadCode
+from chat_shell.packages._layout import SKILL_MD_NAMES, is_ignored
+from chat_shell.packages._package import Package, PackageFile, open_package
 from chat_shell.packages.limits import DEFAULT_ARCHIVE_LIMITS, ArchiveLimits
-from chat_shell.packages.package import Package, PackageFile, open_package
 
 __all__ = [
     "DEFAULT_ARCHIVE_LIMITS",

@@ -1,7 +1,7 @@
 """Running untrusted code: the `Sandbox` port and its bubblewrap engine."""
 
-from chat_shell.sandbox.bubblewrap import BubblewrapSandbox
-from chat_shell.sandbox.port import (
+from chat_shell.sandbox._bubblewrap import BubblewrapSandbox
+from chat_shell.sandbox._port import (
     OUTPUT_DIR,
     SKILL_DIR,
     WORKSPACE_DIR,

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
-from chat_shell.sandbox.port import OUTPUT_DIR
+from chat_shell.sandbox._port import OUTPUT_DIR
 
 # A workspace holding more entries than this is not saved (tar headers are 512 bytes each, so
 # the cap also bounds the stream overhead beyond the workspace's byte size).

@@ -25,7 +25,7 @@ Rules:
   (`pool.shadowed(names)`) while the skill is active. Tool names clash -> `<server>_<tool>`.
 """
 
-from chat_shell.tools.mcp.config import (
+from chat_shell.tools.mcp._config import (
     McpServerConfig,
     Transport,
     check_stdio_allowed,
@@ -33,20 +33,20 @@ from chat_shell.tools.mcp.config import (
     parse_mcp_server,
     parse_mcp_servers,
 )
-from chat_shell.tools.mcp.errors import (
+from chat_shell.tools.mcp._errors import (
     McpConfigError,
     McpError,
     McpPlaceholderError,
     McpPlaceholderUnresolvedError,
     McpStdioForbiddenError,
 )
-from chat_shell.tools.mcp.placeholders import (
+from chat_shell.tools.mcp._placeholders import (
     KNOWN_PLACEHOLDER_ROOTS,
     find_placeholders,
     substitute_placeholders,
     validate_placeholders,
 )
-from chat_shell.tools.mcp.pool import GHOST_SCOPE, McpFailure, McpSessionPool
+from chat_shell.tools.mcp._pool import GHOST_SCOPE, McpFailure, McpSessionPool
 
 __all__ = [
     "GHOST_SCOPE",

@@ -28,10 +28,10 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 
 from chat_shell.ports import FrontendChannel
-from chat_shell.tools.pending import lua
+from chat_shell.tools.pending import _lua as lua
+from chat_shell.tools.pending._pipeliner import Pipeliner, Script
 from chat_shell.tools.pending.base import Answer, Outcome, _RegistryCore
 from chat_shell.tools.pending.errors import PendingRequestError, RegistryUnavailable
-from chat_shell.tools.pending.pipeliner import Pipeliner, Script
 
 log = logging.getLogger(__name__)
 

@@ -28,9 +28,9 @@ from chat_shell.ports import PackageSource
 from chat_shell.sandbox import Sandbox, SandboxResult, SandboxRun, SandboxUnavailable, Workspace
 from chat_shell.skills.active import ActiveSkills
 from chat_shell.skills.package_loader import PackageFiles
-from chat_shell.tools.sandbox.files import ConversationFiles
-from chat_shell.tools.sandbox.keeping import ArtifactKeeper
-from chat_shell.tools.sandbox.outputs import collect_outputs
+from chat_shell.tools.sandbox._files import ConversationFiles
+from chat_shell.tools.sandbox._keeping import ArtifactKeeper
+from chat_shell.tools.sandbox._outputs import collect_outputs
 
 SKILL_RUN_TOOL = "skill_run"
 MAX_COMMAND_CHARS = 16 * 1024

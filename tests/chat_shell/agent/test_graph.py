@@ -10,7 +10,7 @@ from unittest import mock
 import langsmith
 
 from chat_shell import inline_tracing_hooks
-from chat_shell.agent.graph import _inline_unless_tracing, agent_graph
+from chat_shell.agent._graph import _inline_unless_tracing, agent_graph
 
 probe: contextvars.ContextVar[str] = contextvars.ContextVar("probe", default="unset")
 

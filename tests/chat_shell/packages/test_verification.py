@@ -8,7 +8,7 @@ import zlib
 import pytest
 
 from chat_shell.packages import PackageReadError, open_package
-from chat_shell.packages.entry_data import OUT_CHUNK
+from chat_shell.packages._entry_data import OUT_CHUNK
 from tests.support.zipcraft import MiB, RawEntry, deflated_zeros, make_zip, raw_zip
 
 MD = b"---\nname: demo\ndescription: A demo skill.\n---\nDo it.\n"

@@ -21,7 +21,7 @@ from chat_shell.sandbox import (
     SandboxUnavailable,
     Workspace,
 )
-from chat_shell.sandbox.port import LIMIT_CPU, LIMIT_WORKSPACE
+from chat_shell.sandbox._port import LIMIT_CPU, LIMIT_WORKSPACE
 from chat_shell.sandbox.workspace import write_tree
 from tests.support.sandbox import processes_with
 from tests.support.wait import eventually

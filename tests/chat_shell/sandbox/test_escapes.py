@@ -24,7 +24,7 @@ from chat_shell.sandbox import (
     SandboxRun,
     Workspace,
 )
-from chat_shell.sandbox.port import LIMIT_OUTPUT, LIMIT_WALL_TIME
+from chat_shell.sandbox._port import LIMIT_OUTPUT, LIMIT_WALL_TIME
 from chat_shell.sandbox.workspace import write_tree
 from chat_shell.skills.package_loader import PackageFiles
 from tests.support.sandbox import processes_with

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from chat_shell.sandbox.skill_dirs import SkillDirs
+from chat_shell.sandbox._skill_dirs import SkillDirs
 
 
 async def test_a_package_is_written_once_and_shared_by_concurrent_callers(

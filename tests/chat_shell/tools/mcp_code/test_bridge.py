@@ -14,8 +14,8 @@ import pytest
 from langchain_core.tools import StructuredTool, ToolException
 
 from chat_shell.contracts import McpCallEvent
-from chat_shell.tools.mcp_code.bridge import MAX_REQUEST_BYTES, McpBridge
-from chat_shell.tools.mcp_code.functions import as_functions
+from chat_shell.tools.mcp_code._bridge import MAX_REQUEST_BYTES, McpBridge
+from chat_shell.tools.mcp_code._functions import as_functions
 
 never = asyncio.Event()
 

@@ -6,8 +6,8 @@ from typing import Any
 
 from langchain_core.tools import StructuredTool
 
-from chat_shell.tools.mcp_code.functions import SEARCH_LIMIT, as_functions, search
-from chat_shell.tools.mcp_code.module import render_module
+from chat_shell.tools.mcp_code._functions import SEARCH_LIMIT, as_functions, search
+from chat_shell.tools.mcp_code._module import render_module
 
 
 async def _noop(**kwargs: Any) -> str:

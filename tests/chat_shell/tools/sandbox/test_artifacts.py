@@ -15,7 +15,7 @@ from chat_shell.ports import InMemoryFrontendChannel, InMemoryPackageSource
 from chat_shell.sandbox import BubblewrapSandbox
 from chat_shell.skills.registry import ProviderRegistry
 from chat_shell.tools.sandbox import SandboxAccess
-from chat_shell.tools.sandbox.files import ArtifactLimits, NewArtifact, SavedArtifact
+from chat_shell.tools.sandbox._files import ArtifactLimits, NewArtifact, SavedArtifact
 from tests.support.fakes import FakeToolChatModel, call, load, of_type, request, say, skill
 
 

@@ -14,7 +14,7 @@ the command's stdin is /dev/null anyway). Arguments: $1 the command, $2.. the li
 
 from __future__ import annotations
 
-from chat_shell.sandbox.port import OUTPUT_DIR, WORKSPACE_DIR
+from chat_shell.sandbox._port import OUTPUT_DIR, WORKSPACE_DIR
 
 SAVED_WORKSPACE = "/run/workspace-saved"
 STATUS_MAGIC = "skillhive-sandbox"

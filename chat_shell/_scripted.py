@@ -14,7 +14,7 @@ from langchain_core.messages import (
 )
 from pydantic import Field
 
-from chat_shell.local_model import LocalToolChatModel, ToolSchemas
+from chat_shell._local_model import LocalToolChatModel, ToolSchemas
 
 
 @dataclass

@@ -14,7 +14,7 @@ import zipfile
 import zlib
 from dataclasses import dataclass
 
-from chat_shell.packages.errors import PackageReadError, ReadCode
+from chat_shell.packages._errors import PackageReadError, ReadCode
 
 LOCAL_HEADER = struct.Struct("<4s5H3L2H")  # signature .. extra field length: 30 bytes
 _LOCAL_SIGNATURE = b"PK\x03\x04"

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
-from chat_shell.packages.errors import PackageReadError, ReadCode
+from chat_shell.packages._errors import PackageReadError, ReadCode
 
 SKILL_MD_NAMES = ("SKILL.md", "skill.md")  # in order of preference
 

@@ -12,8 +12,8 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from chat_shell.sandbox import wrapper
-from chat_shell.sandbox.port import (
+from chat_shell.sandbox import _wrapper as wrapper
+from chat_shell.sandbox._port import (
     OUTPUT_DIR,
     SKILL_DIR,
     WORKSPACE_DIR,

@@ -12,10 +12,10 @@ from typing import Any, Self
 from langchain_core.tools import BaseTool
 
 from chat_shell.net import EgressPolicy
-from chat_shell.tools.mcp.config import McpServerConfig, check_stdio_allowed
-from chat_shell.tools.mcp.errors import SERVER_CONFLICT, McpError
-from chat_shell.tools.mcp.placeholders import secret_values, substitute_placeholders
-from chat_shell.tools.mcp.session import ServerSession, egress_applies
+from chat_shell.tools.mcp._config import McpServerConfig, check_stdio_allowed
+from chat_shell.tools.mcp._errors import SERVER_CONFLICT, McpError
+from chat_shell.tools.mcp._placeholders import secret_values, substitute_placeholders
+from chat_shell.tools.mcp._session import ServerSession, egress_applies
 
 _NOT_IN_NAME = re.compile(r"[^A-Za-z0-9_-]")
 _MAX_NAME = 64  # what OpenAI-style function calling accepts: ^[A-Za-z0-9_-]{1,64}$

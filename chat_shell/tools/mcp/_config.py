@@ -15,7 +15,7 @@ from pydantic import (
     model_validator,
 )
 
-from chat_shell.tools.mcp.errors import McpConfigError, McpStdioForbiddenError
+from chat_shell.tools.mcp._errors import McpConfigError, McpStdioForbiddenError
 
 Transport = Literal["stdio", "sse", "streamable_http"]
 

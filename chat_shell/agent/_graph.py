@@ -16,8 +16,8 @@ from langchain.agents import create_agent
 from langgraph.graph.state import CompiledStateGraph
 from langsmith.utils import tracing_is_enabled
 
-from chat_shell.agent.middleware import TurnMiddleware
-from chat_shell.agent.session import TurnContext
+from chat_shell.agent._middleware import TurnMiddleware
+from chat_shell.agent._session import TurnContext
 from chat_shell.offline import OfflineChatModel
 from chat_shell.tools.builtin.load_skill import LOAD_SKILL
 from chat_shell.tools.builtin.search_skills import SEARCH_SKILLS

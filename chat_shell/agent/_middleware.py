@@ -17,7 +17,7 @@ from langgraph.errors import GraphBubbleUp
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 
-from chat_shell.agent.session import TurnContext
+from chat_shell.agent._session import TurnContext
 from chat_shell.contracts import ToolCallRecord, ToolEndEvent, ToolStartEvent
 from chat_shell.errors import ChatShellError
 from chat_shell.models import model_failure

@@ -24,9 +24,9 @@ from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from chat_shell.contracts import Event
 from chat_shell.sandbox import SandboxRun, SandboxUnavailable, Workspace
 from chat_shell.tools.mcp import McpFailure
-from chat_shell.tools.mcp_code.bridge import MAX_ANSWER_BYTES, McpBridge
-from chat_shell.tools.mcp_code.functions import McpFunction, search
-from chat_shell.tools.mcp_code.module import MODULE_NAME, render_module
+from chat_shell.tools.mcp_code._bridge import MAX_ANSWER_BYTES, McpBridge
+from chat_shell.tools.mcp_code._functions import McpFunction, search
+from chat_shell.tools.mcp_code._module import MODULE_NAME, render_module
 from chat_shell.tools.sandbox.skill_run import SandboxAccess, result_fields
 
 LIST_MCP_SERVERS_TOOL = "list_mcp_servers"

@@ -16,13 +16,13 @@ from typing import Any
 from chat_shell.contracts import ArtifactEvent, Event
 from chat_shell.sandbox import Workspace
 from chat_shell.sandbox.workspace import WorkspaceRejected
-from chat_shell.tools.sandbox.files import (
+from chat_shell.tools.sandbox._files import (
     INPUTS_DIR,
     ConversationFiles,
     NewArtifact,
     SavedArtifact,
 )
-from chat_shell.tools.sandbox.outputs import OUTPUT_PREFIX, OutputFile
+from chat_shell.tools.sandbox._outputs import OUTPUT_PREFIX, OutputFile
 
 log = logging.getLogger(__name__)
 

@@ -16,8 +16,8 @@ import struct
 import zipfile
 from dataclasses import dataclass
 
-from chat_shell.packages.entry_data import EntryData, inflate, local_data_offset
-from chat_shell.packages.errors import PackageReadError, ReadCode
+from chat_shell.packages._entry_data import EntryData, inflate, local_data_offset
+from chat_shell.packages._errors import PackageReadError, ReadCode
 from chat_shell.packages.limits import ArchiveLimits
 
 MAX_ENTRY_NAME_LENGTH = 1024  # bounds the file list stored with a package

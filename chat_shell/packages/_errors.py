@@ -9,7 +9,7 @@ from chat_shell.errors import ChatShellError
 
 
 class ReadCode(StrEnum):
-    # the archive (archive.py)
+    # the archive (_archive.py)
     ARCHIVE_TOO_LARGE = "archive_too_large"
     NOT_A_ZIP = "not_a_zip"
     TOO_MANY_ENTRIES = "too_many_entries"
@@ -21,12 +21,12 @@ class ReadCode(StrEnum):
     DUPLICATE_ENTRY = "duplicate_entry"
     ENCRYPTED_ENTRY = "encrypted_entry"
     UNSUPPORTED_COMPRESSION = "unsupported_compression"
-    # an entry's bytes against its headers (entry_data.py)
+    # an entry's bytes against its headers (_entry_data.py)
     LOCAL_HEADER_MISMATCH = "local_header_mismatch"
     ENTRY_SIZE_MISMATCH = "entry_size_mismatch"
     ENTRY_CRC_MISMATCH = "entry_crc_mismatch"
     CORRUPT_ENTRY = "corrupt_entry"
-    # the package inside the archive (layout.py, package.py)
+    # the package inside the archive (_layout.py, _package.py)
     SKILL_MD_MISSING = "skill_md_missing"
     AMBIGUOUS_ROOT = "ambiguous_root"
     FILE_NOT_FOUND = "file_not_found"

@@ -2,7 +2,7 @@
 
 It turns whatever reply a subclass decides into a real token stream (text split at whitespace,
 tool calls as tool-call chunks, usage on the last chunk), natively async so no thread hop per
-chunk. Subclasses: `ScriptedChatModel` (chat_shell/scripted.py), `OfflineChatModel`
+chunk. Subclasses: `ScriptedChatModel` (chat_shell/_scripted.py), `OfflineChatModel`
 (chat_shell/offline.py).
 """
 
@@ -27,7 +27,7 @@ from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from chat_shell.tokens import estimate_tokens
+from chat_shell._tokens import estimate_tokens
 
 ToolSchemas = list[dict[str, Any]]
 

@@ -35,8 +35,8 @@ from chat_shell.net import (
 )
 from chat_shell.net.upstream import redact
 from chat_shell.observe import McpScope, observer, tracer
-from chat_shell.tools.mcp.config import McpServerConfig
-from chat_shell.tools.mcp.errors import (
+from chat_shell.tools.mcp._config import McpServerConfig
+from chat_shell.tools.mcp._errors import (
     CONNECT_FAILED,
     CONNECT_TIMEOUT,
     EGRESS_FORBIDDEN,
@@ -44,7 +44,7 @@ from chat_shell.tools.mcp.errors import (
     TOOL_FAILED,
     TOOL_TIMEOUT,
 )
-from chat_shell.tools.mcp.placeholders import url_takes_tenant_values
+from chat_shell.tools.mcp._placeholders import url_takes_tenant_values
 
 logger = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """The generated `mcp_tools` module: the turn's MCP tools as functions calling the bridge.
 
 Each call opens a connection to the bridge socket, sends one length-prefixed JSON request and
-reads one answer (see bridge.py for the protocol). Names in the source are checked identifiers;
+reads one answer (see _bridge.py for the protocol). Names in the source are checked identifiers;
 every text from a server (descriptions, tool names) enters as a `repr` literal.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from chat_shell.tools.mcp_code.functions import McpFunction
+from chat_shell.tools.mcp_code._functions import McpFunction
 
 MODULE_NAME = "mcp_tools"
 

@@ -12,8 +12,8 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from chat_shell.tools.mcp.config import McpServerConfig
-from chat_shell.tools.mcp.errors import McpPlaceholderError, McpPlaceholderUnresolvedError
+from chat_shell.tools.mcp._config import McpServerConfig
+from chat_shell.tools.mcp._errors import McpPlaceholderError, McpPlaceholderUnresolvedError
 
 KNOWN_PLACEHOLDER_ROOTS = frozenset({"user", "conversation", "secrets"})
 

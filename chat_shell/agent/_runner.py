@@ -19,8 +19,8 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk
 from langgraph.errors import GraphRecursionError
 
-from chat_shell.agent.graph import agent_graph
-from chat_shell.agent.session import TurnContext, TurnSession, turn_index
+from chat_shell.agent._graph import agent_graph
+from chat_shell.agent._session import TurnContext, TurnSession, turn_index
 from chat_shell.contracts import ErrorEvent, Event, StartEvent, TokenEvent, TurnRequest
 from chat_shell.errors import ChatShellError, RecursionLimitReached, TurnCancelled
 from chat_shell.models import open_chat_model

@@ -26,7 +26,7 @@ from typing import Any
 from langchain_core.messages import ToolMessage
 
 from chat_shell.contracts import McpCallEvent
-from chat_shell.tools.mcp_code.functions import McpFunction
+from chat_shell.tools.mcp_code._functions import McpFunction
 
 MAX_REQUEST_BYTES = 256 * 1024
 MAX_ANSWER_BYTES = 1024 * 1024

@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from chat_shell.packages.archive import ArchiveEntry, SafeArchive, open_archive
-from chat_shell.packages.errors import PackageReadError, ReadCode
-from chat_shell.packages.layout import Layout, lay_out
+from chat_shell.packages._archive import ArchiveEntry, SafeArchive, open_archive
+from chat_shell.packages._errors import PackageReadError, ReadCode
+from chat_shell.packages._layout import Layout, lay_out
 from chat_shell.packages.limits import DEFAULT_ARCHIVE_LIMITS, ArchiveLimits
 
 
@@ -28,7 +28,7 @@ class PackageFile:
 
 
 class Package:
-    """The files of one skill package (see `layout.py` for which entries those are)."""
+    """The files of one skill package (see `_layout.py` for which entries those are)."""
 
     def __init__(self, archive: SafeArchive, layout: Layout[ArchiveEntry]) -> None:
         self._archive = archive

@@ -3,7 +3,7 @@
 Each run gets new user, pid, ipc, uts, cgroup and network namespaces (no network at all), a
 read-only view of the system directories, size-capped tmpfs mounts for `/workspace`, `/tmp` and
 `/dev/shm`, the skill's files read-only at `/skill`, and an environment holding only the variables
-set in `arguments.py`. The host's data directory, secrets, environment and other workspaces are
+set in `_arguments.py`. The host's data directory, secrets, environment and other workspaces are
 simply not mounted.
 
 Limits: the wall-time deadline kills bwrap's process group, and with it (`--die-with-parent`,
@@ -26,9 +26,9 @@ from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from pathlib import Path
 from typing import Any
 
-from chat_shell.sandbox import wrapper
-from chat_shell.sandbox.arguments import SANDBOX_PATH, bwrap_arguments, write_etc
-from chat_shell.sandbox.port import (
+from chat_shell.sandbox import _wrapper as wrapper
+from chat_shell.sandbox._arguments import SANDBOX_PATH, bwrap_arguments, write_etc
+from chat_shell.sandbox._port import (
     LIMIT_CPU,
     LIMIT_OUTPUT,
     LIMIT_WALL_TIME,
@@ -39,8 +39,8 @@ from chat_shell.sandbox.port import (
     SandboxRun,
     SandboxUnavailable,
 )
-from chat_shell.sandbox.skill_dirs import SkillDirs
-from chat_shell.sandbox.streams import copy_capped, pipe_reader, read_capped
+from chat_shell.sandbox._skill_dirs import SkillDirs
+from chat_shell.sandbox._streams import copy_capped, pipe_reader, read_capped
 from chat_shell.sandbox.workspace import MAX_WORKSPACE_ENTRIES, Workspace, WorkspaceRejected
 
 ENGINE = "bubblewrap"
@@ -184,7 +184,7 @@ class BubblewrapSandbox:
                     shell=self._shell,
                     extra_flags=self._extra_flags,
                 ),
-                stdin=write_fd,  # the status pipe; see wrapper.py
+                stdin=write_fd,  # the status pipe; see _wrapper.py
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
                 start_new_session=True,  # one process group to kill
