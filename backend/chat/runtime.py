@@ -144,7 +144,11 @@ class ChatRuntime:
                 return message.id
 
             with tracer.start_as_current_span("chat.send"):  # ops: the turn's trace starts here
-                return await self.transport.submit(conversation_id, user_id, store)
+                try:
+                    return await self.transport.submit(conversation_id, user_id, store)
+                except Exception:  # refused (409, 429) or failed: no turn started
+                    await self.quotas.refund_turn(user_id, limits)
+                    raise
 
     async def aclose(self) -> None:
         if self._machinery is not None:

@@ -195,6 +195,13 @@ class Quotas:
                 raise QuotaExceeded("turns_per_minute", turns, _window(MINUTE_S, time.time())[1])
         return limits
 
+    async def refund_turn(self, user_id: int, limits: Mapping[Limit, int | None]) -> None:
+        """Give back the turn `admit_turn` counted, for a send refused after it (409, 429
+        `too_many_turns`): only turns that start count. At a minute's boundary the refund
+        lands in the new window: at most one extra turn there."""
+        if limits["turns_per_minute"] is not None:
+            await self.counters.add(f"{user_id}:turns", -1, MINUTE_S)
+
     async def charge_tokens(self, user_id: int, tokens: int, limit: int | None) -> bool:
         """Count a model call's tokens; True when the user is now over `limit`."""
         used = await self.counters.add(f"{user_id}:tokens", tokens, DAY_S)

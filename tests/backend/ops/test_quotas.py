@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -16,7 +17,7 @@ from backend.config import Settings
 from backend.ops.quotas import QuotaExceeded
 from tests.support import zips
 from tests.support.accounts import Account
-from tests.support.chat import LOOPBACK_ALLOW, ChatSetup, make_setup
+from tests.support.chat import LOOPBACK_ALLOW, ChatSetup, held_turn, make_setup, send
 from tests.support.errors import assert_error
 from tests.support.ghosts import ghost
 from tests.support.lifespan import running
@@ -125,6 +126,30 @@ async def test_a_turn_that_crosses_its_token_budget_stops_after_that_call_and_is
         f"{CONVERSATIONS}/{cid}/messages", json={"content": "more"}, headers=alice.headers
     )
     assert_quota(refused, "tokens_per_day")
+
+
+async def test_sends_refused_as_busy_do_not_use_the_turns_per_minute_quota(
+    client: httpx.AsyncClient,
+    app: FastAPI,
+    alice: Account,
+    admin: Account,
+    openai_server: FakeOpenAIServer,
+) -> None:
+    chat: ChatSetup = await make_setup(client, alice, openai_server)
+    await set_quotas(client, admin, alice, turns_per_minute=5)
+    cid = await chat.conversation(client)
+    counters = app.state.chat.quotas.counters
+    for _ in range(2):  # once more if a minute's boundary fell inside the first try
+        minute = int(time.time() // 60)
+        before = await counters.value(f"{alice.id}:turns", 60)
+        async with held_turn(client, chat, openai_server, cid, "held") as sending:
+            for _ in range(3):
+                assert_error(await send(client, chat, cid, "again"), 409, "turn_in_progress")
+            used = await counters.value(f"{alice.id}:turns", 60) - before
+        assert (await sending).status_code == 200
+        if int(time.time() // 60) == minute:
+            break
+    assert used == 1  # the turn that ran, not the three refused sends
 
 
 # --- two gateways, one Redis -------------------------------------------------------------------
