@@ -11,8 +11,6 @@ from __future__ import annotations
 import asyncio
 import re
 import stat
-import zlib
-from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from io import BytesIO
@@ -20,24 +18,12 @@ from typing import Any
 
 from dulwich.client import AbstractHttpGitClient
 from dulwich.errors import (
-    ApplyDeltaError,
-    ChecksumMismatch,
-    FileFormatException,
     GitProtocolError,
     HangupException,
     NotGitRepository,
 )
-from dulwich.object_format import DEFAULT_OBJECT_FORMAT
-from dulwich.object_store import MemoryObjectStore, peel_sha
-from dulwich.objects import Blob, Commit, ObjectID, ShaFile, Tree, hex_to_sha
-from dulwich.pack import (
-    DELTA_TYPES,
-    OFS_DELTA,
-    PackStreamReader,
-    UnpackedObject,
-    UnresolvedDeltas,
-    apply_delta,
-)
+from dulwich.object_store import peel_sha
+from dulwich.objects import Blob, Commit, ObjectID, Tree
 from dulwich.refs import Ref
 from dulwich.repo import MemoryRepo
 
@@ -45,6 +31,7 @@ from backend.skills.errors import ErrorCode, PackageError
 from backend.skills.importing.errors import FetchError, FetchFailed, refused
 from backend.skills.importing.http import Downloader, timed_out
 from backend.skills.importing.limits import FetchLimits
+from backend.skills.importing.packs import BROKEN_PACK, Budget, FetchStore, check_dumb_object
 from backend.skills.importing.tree import TreeFile
 from chat_shell import PackageReadError, ReadCode, path_problem
 
@@ -75,20 +62,7 @@ class EgressGitClient(AbstractHttpGitClient):
         super().__init__(base_url, quiet=True)
         self._downloader = downloader
         self._loop = loop
-        self._dumb_budget = _Budget(downloader.limits.unpacked_bytes, "the dumb server's objects")
-
-    def _check_dumb_object(self, url: str, body: bytes) -> None:
-        """Charge a dumb server's loose object or pack to the unpacked budget before dulwich,
-        which inflates them whole (`zlib.decompress`, `PackData`), sees it."""
-        if _LOOSE_OBJECT.search(url):
-            _inflate_counted(body, self._dumb_budget)
-        elif url.endswith(".pack"):
-            reader = _BudgetedPackReader(
-                DEFAULT_OBJECT_FORMAT.hash_func, BytesIO(body).read, None, budget=self._dumb_budget
-            )
-            for unpacked in reader.read_objects():  # one object in memory at a time
-                if unpacked.pack_type_num in DELTA_TYPES:
-                    self._dumb_budget.charge(_delta_target_size(unpacked.decomp_chunks))
+        self._dumb_budget = Budget(downloader.limits.unpacked_bytes, "the dumb server's objects")
 
     def _http_request(
         self,
@@ -114,7 +88,7 @@ class EgressGitClient(AbstractHttpGitClient):
             if fetched.status != 200:
                 raise GitProtocolError(f"unexpected HTTP status {fetched.status}")
         if self.dumb and fetched.status == 200:
-            self._check_dumb_object(url, fetched.body)
+            check_dumb_object(url, fetched.body, self._dumb_budget)
         response = _Response(
             status=fetched.status,
             headers=dict(fetched.headers),
@@ -136,16 +110,6 @@ class EgressGitClient(AbstractHttpGitClient):
 
 
 _HEAD_FILE = re.compile(rb"ref: (refs/\S+)\s*")
-_LOOSE_OBJECT = re.compile(r"/objects/[0-9a-f]{2}/[0-9a-f]{38}$")
-
-
-def _inflate_counted(compressed: bytes, budget: _Budget) -> None:
-    """Inflate a zlib stream a chunk at a time, keeping nothing, charging what it makes."""
-    inflater = zlib.decompressobj()
-    pending = compressed
-    while pending and not inflater.eof:
-        budget.charge(len(inflater.decompress(pending, 1 << 20)))
-        pending = inflater.unconsumed_tail
 
 
 def _wanted(refs: Mapping[Ref, ObjectID], ref: str | None) -> ObjectID:
@@ -184,205 +148,6 @@ def fetch_git(
     return _checkout(repo, wanted, ref, path, downloader)
 
 
-# What a corrupt or truncated pack raises while it is read: a failed fetch, never a 500.
-_BROKEN_PACK = (
-    zlib.error,
-    ChecksumMismatch,
-    ApplyDeltaError,
-    UnresolvedDeltas,
-    FileFormatException,
-)
-
-
-class _FetchStore(MemoryObjectStore):
-    """A memory store that inflates a fetched pack once, as it is read.
-
-    dulwich's own paths inflate every object twice (a pass to find where objects end, then
-    one to resolve deltas) and hash the pack twice (its checksum, then each object), and
-    copy every object into the store. Here one `PackStreamReader` pass inflates each object
-    (bounded by its declared size) and checks the pack's trailing checksum; deltas are applied
-    to the bases kept from that pass, and each object's id is its own hash, as always. A fetch
-    without `haves` gets no deltas against absent objects: any left unresolved fail the fetch.
-    """
-
-    def __init__(self, unpacked_budget: int) -> None:
-        super().__init__()
-        self._budget = _Budget(unpacked_budget, "the fetched pack's objects")
-        self.failure: Exception | None = None
-
-    def add_thin_pack(
-        self,
-        read_all: Callable[[int], bytes],
-        read_some: Callable[[int], bytes] | None,
-        progress: Callable[[str], None] | None = None,
-        *,
-        max_input_size: int | None = None,  # the Downloader's byte budget bounds the pack
-    ) -> None:
-        hash_func = self.object_format.hash_func
-        reader = _BudgetedPackReader(hash_func, read_all, read_some, budget=self._budget)
-        deltas = _Deltas(self._budget)
-        try:
-            for unpacked in reader.read_objects():
-                for obj in deltas.resolve(unpacked):
-                    self._data[obj.id] = obj
-            deltas.check_resolved()
-        except (PackageError, *_BROKEN_PACK) as exc:
-            # Raised later by `raise_failure`: dulwich closes its spooled pack file only when
-            # this returns.
-            self.failure = exc
-
-    def raise_failure(self) -> None:
-        if self.failure is not None:
-            raise self.failure
-
-
-class _Budget:
-    """The bytes a fetched pack may inflate to: its objects' and resolved deltas' sizes, each
-    charged from what the pack declares, before zlib or a delta produces them (a 64 MiB pack of
-    zeros declares gigabytes)."""
-
-    def __init__(self, limit: int, what: str) -> None:
-        self.limit = limit
-        self.what = what
-        self.used = 0
-
-    def charge(self, size: int) -> None:
-        self.used += size
-        if self.used > self.limit:
-            raise PackageError(
-                ErrorCode.UNCOMPRESSED_TOO_LARGE,
-                f"{self.what} add up to more than {self.limit} bytes",
-                limit=self.limit,
-            )
-
-
-class _BudgetedPackReader(PackStreamReader):
-    """A pack stream whose objects' declared sizes are charged before they are inflated.
-
-    dulwich's `unpack_object` reads an object's type-and-size header a byte at a time through
-    `read`, then its compressed data through `recv`; after the pack header, a one-byte `read`
-    that follows a `recv` starts the next object's header.
-    """
-
-    def __init__(
-        self,
-        hash_func: Any,
-        read_all: Callable[[int], bytes],
-        read_some: Callable[[int], bytes] | None,
-        *,
-        budget: _Budget,
-    ) -> None:
-        super().__init__(hash_func, read_all, read_some)
-        self._budget = budget
-        self._started = False  # the pack's own header is read
-        self._header: bytearray | None = bytearray()  # the object header being read, if any
-
-    def read(self, size: int) -> bytes:
-        data = super().read(size)
-        if not self._started:
-            self._started = True
-        elif self._header is not None and size == 1 and data:
-            self._header += data
-            if not data[0] & 0x80:  # the header's last byte
-                self._budget.charge(_declared_size(bytes(self._header)))
-                self._header = None
-        return data
-
-    def recv(self, size: int) -> bytes:
-        data = super().recv(size)
-        self._header = bytearray()  # whatever `read(1)` comes next heads the next object
-        return data
-
-
-def _declared_size(header: bytes) -> int:
-    """The size in a pack object's header: 4 bits in the first byte, then 7 per byte."""
-    size = header[0] & 0x0F
-    for shift, byte in enumerate(header[1:]):
-        size |= (byte & 0x7F) << (4 + 7 * shift)
-    return size
-
-
-def _delta_target_size(delta: list[bytes]) -> int:
-    """The result size a git delta declares (its second varint) without applying it."""
-    data = b""
-    for chunk in delta:  # two varints: at most 20 bytes
-        data += chunk[: 20 - len(data)]
-        if len(data) == 20:
-            break
-    index = 0
-    sizes: list[int] = []
-    while len(sizes) < 2:
-        size = shift = 0
-        while True:
-            if index >= len(data):
-                raise ApplyDeltaError("truncated delta header")
-            byte = data[index]
-            index += 1
-            size |= (byte & 0x7F) << shift
-            shift += 7
-            if not byte & 0x80:
-                break
-        sizes.append(size)
-    return sizes[1]
-
-
-class _Deltas:
-    """Objects of one pack in stream order, deltas applied once their base is known."""
-
-    def __init__(self, budget: _Budget) -> None:
-        self._budget = budget
-        self._by_offset: dict[int, tuple[int, list[bytes]]] = {}
-        self._by_sha: dict[bytes, tuple[int, list[bytes]]] = {}
-        self._waiting: dict[int | bytes, list[UnpackedObject]] = defaultdict(list)
-
-    def resolve(self, unpacked: UnpackedObject) -> Iterator[ShaFile]:
-        """The objects `unpacked` completes: itself, if its base is known, and the deltas
-        waiting on it, transitively."""
-        todo = [unpacked]
-        while todo:
-            current = todo.pop()
-            resolved = self._apply(current)
-            if resolved is None:
-                continue
-            type_num, chunks = resolved
-            obj = ShaFile.from_raw_chunks(type_num, chunks)
-            assert current.offset is not None
-            self._by_offset[current.offset] = resolved
-            sha = hex_to_sha(obj.id)
-            self._by_sha[sha] = resolved
-            todo.extend(self._waiting.pop(current.offset, ()))
-            todo.extend(self._waiting.pop(sha, ()))
-            yield obj
-
-    def _apply(self, unpacked: UnpackedObject) -> tuple[int, list[bytes]] | None:
-        if unpacked.pack_type_num not in DELTA_TYPES:
-            return unpacked.pack_type_num, unpacked.decomp_chunks
-        assert unpacked.offset is not None and unpacked.delta_base is not None
-        if unpacked.pack_type_num == OFS_DELTA:
-            assert isinstance(unpacked.delta_base, int)
-            base_offset = unpacked.offset - unpacked.delta_base
-            key: int | bytes = base_offset
-            base = self._by_offset.get(base_offset)
-        else:
-            assert isinstance(unpacked.delta_base, bytes)
-            key = unpacked.delta_base
-            base = self._by_sha.get(unpacked.delta_base)
-        if base is None:
-            self._waiting[key].append(unpacked)
-            return None
-        self._budget.charge(_delta_target_size(unpacked.decomp_chunks))
-        type_num, chunks = base[0], apply_delta(base[1], unpacked.decomp_chunks)
-        # As dulwich's own resolver: only a blob may be empty (a too-short delta must not
-        # make an empty commit or tree).
-        if type_num != Blob.type_num and not any(chunks):
-            raise ApplyDeltaError(f"delta resolved to an empty object of type {type_num}")
-        return type_num, chunks
-
-    def check_resolved(self) -> None:
-        if self._waiting:
-            raise UnresolvedDeltas([k for k in self._waiting if isinstance(k, bytes)])
-
-
 class _NotAdvertised(Exception):
     """The commit asked for is no advertised ref: servers refuse it as a shallow want."""
 
@@ -391,7 +156,7 @@ def _fetch(
     client: EgressGitClient, ref: str | None, *, shallow: bool
 ) -> tuple[MemoryRepo, ObjectID]:
     repo = MemoryRepo()
-    repo.object_store = store = _FetchStore(client.limits.unpacked_bytes)
+    repo.object_store = store = FetchStore(client.limits.unpacked_bytes)
     chosen: list[ObjectID] = []
 
     def determine_wants(refs: Mapping[Ref, ObjectID], depth: int | None = None) -> list[ObjectID]:
@@ -429,7 +194,7 @@ def _fetch(
         NotGitRepository,
         ValueError,
         AssertionError,
-        *_BROKEN_PACK,
+        *BROKEN_PACK,
     ) as exc:
         raise FetchFailed(
             f"the git fetch failed: {exc}", details={"reason": type(exc).__name__}

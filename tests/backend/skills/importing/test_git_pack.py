@@ -21,7 +21,7 @@ from dulwich.pack import (
 )
 
 from backend.skills.errors import ErrorCode, PackageError
-from backend.skills.importing.git import _FetchStore
+from backend.skills.importing.packs import FetchStore
 
 # An entry is written at an offset; it gets the offsets written so far (by index).
 Entry = Callable[[int, list[int]], tuple[int, object]]
@@ -66,7 +66,7 @@ def blobs() -> list[Blob]:
 
 
 def stored(pack: bytes, budget: int = 1 << 30) -> dict[bytes, bytes]:
-    store = _FetchStore(budget)
+    store = FetchStore(budget)
     store.add_thin_pack(BytesIO(pack).read, None)
     store.raise_failure()
     return {sha: store[sha].as_raw_string() for sha in store._data}

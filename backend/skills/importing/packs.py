@@ -1,0 +1,255 @@
+"""Reading git packs within the unpacked budget (`SKILLHIVE_IMPORT_MAX_UNPACKED_BYTES`).
+
+A fetched pack is inflated once, as it is read (`FetchStore`), and every object is charged to
+the budget from what the pack declares before zlib or a delta produces it. A dumb server's
+loose objects and packs, which dulwich inflates whole, are charged as they arrive
+(`check_dumb_object`).
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from io import BytesIO
+from typing import Any
+
+from dulwich.errors import ApplyDeltaError, ChecksumMismatch, FileFormatException
+from dulwich.object_format import DEFAULT_OBJECT_FORMAT
+from dulwich.object_store import MemoryObjectStore
+from dulwich.objects import Blob, ShaFile, hex_to_sha
+from dulwich.pack import (
+    DELTA_TYPES,
+    OFS_DELTA,
+    PackStreamReader,
+    UnpackedObject,
+    UnresolvedDeltas,
+    apply_delta,
+)
+
+from backend.skills.errors import ErrorCode, PackageError
+
+# What a corrupt or truncated pack raises while it is read: a failed fetch, never a 500.
+BROKEN_PACK = (
+    zlib.error,
+    ChecksumMismatch,
+    ApplyDeltaError,
+    UnresolvedDeltas,
+    FileFormatException,
+)
+
+
+class FetchStore(MemoryObjectStore):
+    """A memory store that inflates a fetched pack once, as it is read.
+
+    dulwich's own paths inflate every object twice (a pass to find where objects end, then
+    one to resolve deltas) and hash the pack twice (its checksum, then each object), and
+    copy every object into the store. Here one `PackStreamReader` pass inflates each object
+    (bounded by its declared size) and checks the pack's trailing checksum; deltas are applied
+    to the bases kept from that pass, and each object's id is its own hash, as always. A fetch
+    without `haves` gets no deltas against absent objects: any left unresolved fail the fetch.
+    """
+
+    def __init__(self, unpacked_budget: int) -> None:
+        super().__init__()
+        self._budget = Budget(unpacked_budget, "the fetched pack's objects")
+        self.failure: Exception | None = None
+
+    def add_thin_pack(
+        self,
+        read_all: Callable[[int], bytes],
+        read_some: Callable[[int], bytes] | None,
+        progress: Callable[[str], None] | None = None,
+        *,
+        max_input_size: int | None = None,  # the Downloader's byte budget bounds the pack
+    ) -> None:
+        hash_func = self.object_format.hash_func
+        reader = BudgetedPackReader(hash_func, read_all, read_some, budget=self._budget)
+        deltas = _Deltas(self._budget)
+        try:
+            for unpacked in reader.read_objects():
+                for obj in deltas.resolve(unpacked):
+                    self._data[obj.id] = obj
+            deltas.check_resolved()
+        except (PackageError, *BROKEN_PACK) as exc:
+            # Raised later by `raise_failure`: dulwich closes its spooled pack file only when
+            # this returns.
+            self.failure = exc
+
+    def raise_failure(self) -> None:
+        if self.failure is not None:
+            raise self.failure
+
+
+class Budget:
+    """The bytes a fetched pack may inflate to: its objects' and resolved deltas' sizes, each
+    charged from what the pack declares, before zlib or a delta produces them (a 64 MiB pack of
+    zeros declares gigabytes)."""
+
+    def __init__(self, limit: int, what: str) -> None:
+        self.limit = limit
+        self.what = what
+        self.used = 0
+
+    def charge(self, size: int) -> None:
+        self.used += size
+        if self.used > self.limit:
+            raise PackageError(
+                ErrorCode.UNCOMPRESSED_TOO_LARGE,
+                f"{self.what} add up to more than {self.limit} bytes",
+                limit=self.limit,
+            )
+
+
+class BudgetedPackReader(PackStreamReader):
+    """A pack stream whose objects' declared sizes are charged before they are inflated.
+
+    dulwich's `unpack_object` reads an object's type-and-size header a byte at a time through
+    `read`, then its compressed data through `recv`; after the pack header, a one-byte `read`
+    that follows a `recv` starts the next object's header.
+    """
+
+    def __init__(
+        self,
+        hash_func: Any,
+        read_all: Callable[[int], bytes],
+        read_some: Callable[[int], bytes] | None,
+        *,
+        budget: Budget,
+    ) -> None:
+        super().__init__(hash_func, read_all, read_some)
+        self._budget = budget
+        self._started = False  # the pack's own header is read
+        self._header: bytearray | None = bytearray()  # the object header being read, if any
+
+    def read(self, size: int) -> bytes:
+        data = super().read(size)
+        if not self._started:
+            self._started = True
+        elif self._header is not None and size == 1 and data:
+            self._header += data
+            if not data[0] & 0x80:  # the header's last byte
+                self._budget.charge(_declared_size(bytes(self._header)))
+                self._header = None
+        return data
+
+    def recv(self, size: int) -> bytes:
+        data = super().recv(size)
+        self._header = bytearray()  # whatever `read(1)` comes next heads the next object
+        return data
+
+
+def _declared_size(header: bytes) -> int:
+    """The size in a pack object's header: 4 bits in the first byte, then 7 per byte."""
+    size = header[0] & 0x0F
+    for shift, byte in enumerate(header[1:]):
+        size |= (byte & 0x7F) << (4 + 7 * shift)
+    return size
+
+
+def delta_target_size(delta: list[bytes]) -> int:
+    """The result size a git delta declares (its second varint) without applying it."""
+    data = b""
+    for chunk in delta:  # two varints: at most 20 bytes
+        data += chunk[: 20 - len(data)]
+        if len(data) == 20:
+            break
+    index = 0
+    sizes: list[int] = []
+    while len(sizes) < 2:
+        size = shift = 0
+        while True:
+            if index >= len(data):
+                raise ApplyDeltaError("truncated delta header")
+            byte = data[index]
+            index += 1
+            size |= (byte & 0x7F) << shift
+            shift += 7
+            if not byte & 0x80:
+                break
+        sizes.append(size)
+    return sizes[1]
+
+
+class _Deltas:
+    """Objects of one pack in stream order, deltas applied once their base is known."""
+
+    def __init__(self, budget: Budget) -> None:
+        self._budget = budget
+        self._by_offset: dict[int, tuple[int, list[bytes]]] = {}
+        self._by_sha: dict[bytes, tuple[int, list[bytes]]] = {}
+        self._waiting: dict[int | bytes, list[UnpackedObject]] = defaultdict(list)
+
+    def resolve(self, unpacked: UnpackedObject) -> Iterator[ShaFile]:
+        """The objects `unpacked` completes: itself, if its base is known, and the deltas
+        waiting on it, transitively."""
+        todo = [unpacked]
+        while todo:
+            current = todo.pop()
+            resolved = self._apply(current)
+            if resolved is None:
+                continue
+            type_num, chunks = resolved
+            obj = ShaFile.from_raw_chunks(type_num, chunks)
+            assert current.offset is not None
+            self._by_offset[current.offset] = resolved
+            sha = hex_to_sha(obj.id)
+            self._by_sha[sha] = resolved
+            todo.extend(self._waiting.pop(current.offset, ()))
+            todo.extend(self._waiting.pop(sha, ()))
+            yield obj
+
+    def _apply(self, unpacked: UnpackedObject) -> tuple[int, list[bytes]] | None:
+        if unpacked.pack_type_num not in DELTA_TYPES:
+            return unpacked.pack_type_num, unpacked.decomp_chunks
+        assert unpacked.offset is not None and unpacked.delta_base is not None
+        if unpacked.pack_type_num == OFS_DELTA:
+            assert isinstance(unpacked.delta_base, int)
+            base_offset = unpacked.offset - unpacked.delta_base
+            key: int | bytes = base_offset
+            base = self._by_offset.get(base_offset)
+        else:
+            assert isinstance(unpacked.delta_base, bytes)
+            key = unpacked.delta_base
+            base = self._by_sha.get(unpacked.delta_base)
+        if base is None:
+            self._waiting[key].append(unpacked)
+            return None
+        self._budget.charge(delta_target_size(unpacked.decomp_chunks))
+        type_num, chunks = base[0], apply_delta(base[1], unpacked.decomp_chunks)
+        # As dulwich's own resolver: only a blob may be empty (a too-short delta must not
+        # make an empty commit or tree).
+        if type_num != Blob.type_num and not any(chunks):
+            raise ApplyDeltaError(f"delta resolved to an empty object of type {type_num}")
+        return type_num, chunks
+
+    def check_resolved(self) -> None:
+        if self._waiting:
+            raise UnresolvedDeltas([k for k in self._waiting if isinstance(k, bytes)])
+
+
+LOOSE_OBJECT = re.compile(r"/objects/[0-9a-f]{2}/[0-9a-f]{38}$")
+
+
+def inflate_counted(compressed: bytes, budget: Budget) -> None:
+    """Inflate a zlib stream a chunk at a time, keeping nothing, charging what it makes."""
+    inflater = zlib.decompressobj()
+    pending = compressed
+    while pending and not inflater.eof:
+        budget.charge(len(inflater.decompress(pending, 1 << 20)))
+        pending = inflater.unconsumed_tail
+
+
+def check_dumb_object(url: str, body: bytes, budget: Budget) -> None:
+    """Charge a dumb server's loose object or pack to the unpacked budget before dulwich,
+    which inflates them whole (`zlib.decompress`, `PackData`), sees it."""
+    if LOOSE_OBJECT.search(url):
+        inflate_counted(body, budget)
+    elif url.endswith(".pack"):
+        reader = BudgetedPackReader(
+            DEFAULT_OBJECT_FORMAT.hash_func, BytesIO(body).read, None, budget=budget
+        )
+        for unpacked in reader.read_objects():  # one object in memory at a time
+            if unpacked.pack_type_num in DELTA_TYPES:
+                budget.charge(delta_target_size(unpacked.decomp_chunks))
