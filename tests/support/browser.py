@@ -5,9 +5,14 @@ packages. Absent, the tests skip naming the Debian package, or fail with
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import os
 import shutil
 import subprocess
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -49,18 +54,38 @@ def require_browser() -> str:
 
 
 def require_console_packages() -> None:
-    """`console/node_modules`, installed with `npm ci --prefix console` when npm exists."""
+    """`console/node_modules`, installed with `npm ci --prefix console` when npm exists.
+
+    pytest-xdist workers reach this at the same time; `npm ci` empties node_modules first, so two
+    concurrent runs break each other. One worker installs under an exclusive lock, the others wait
+    and then find the packages in place."""
     if vendor_installed():
         return
     npm = shutil.which("npm")
     if npm is None:
         unavailable(f"console/node_modules is missing, and no npm to run `{INSTALL_COMMAND}`")
     assert npm is not None
-    done = subprocess.run(
-        [npm, "ci", "--prefix", str(CONSOLE), "--no-audit", "--no-fund"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    with _install_lock():
+        if vendor_installed():
+            return
+        done = subprocess.run(
+            [npm, "ci", "--prefix", str(CONSOLE), "--no-audit", "--no-fund"],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
     if done.returncode != 0 or not vendor_installed():
         pytest.fail(f"`{INSTALL_COMMAND}` failed:\n{done.stdout}\n{done.stderr}")
+
+
+@contextmanager
+def _install_lock() -> Iterator[None]:
+    """An flock per checkout, outside it (node_modules is what `npm ci` replaces)."""
+    key = hashlib.sha256(str(CONSOLE).encode()).hexdigest()[:16]
+    path = Path(tempfile.gettempdir()) / f"skillhive-console-npm-{key}.lock"
+    with path.open("w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
