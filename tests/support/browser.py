@@ -5,19 +5,15 @@ packages. Absent, the tests skip naming the Debian package, or fail with
 
 from __future__ import annotations
 
-import fcntl
-import hashlib
 import os
 import shutil
 import subprocess
-import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 from backend.api.console import INSTALL_COMMAND, VENDOR
+from tests.support.installs import locked
 
 REQUIRE = "SKILLHIVE_REQUIRE_BROWSER"
 PACKAGE = "chromium"
@@ -65,7 +61,7 @@ def require_console_packages() -> None:
     if npm is None:
         unavailable(f"console/node_modules is missing, and no npm to run `{INSTALL_COMMAND}`")
     assert npm is not None
-    with _install_lock():
+    with locked("console-npm"):
         if vendor_installed():
             return
         done = subprocess.run(
@@ -76,16 +72,3 @@ def require_console_packages() -> None:
         )
     if done.returncode != 0 or not vendor_installed():
         pytest.fail(f"`{INSTALL_COMMAND}` failed:\n{done.stdout}\n{done.stderr}")
-
-
-@contextmanager
-def _install_lock() -> Iterator[None]:
-    """An flock per checkout, outside it (node_modules is what `npm ci` replaces)."""
-    key = hashlib.sha256(str(CONSOLE).encode()).hexdigest()[:16]
-    path = Path(tempfile.gettempdir()) / f"skillhive-console-npm-{key}.lock"
-    with path.open("w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
