@@ -57,6 +57,10 @@ def public_scopes(scope: Scope) -> tuple[ScopeDep, ScopeDep]:
     return read, write
 
 
+QUOTA_SKILLS = (429, "a quota is reached (`quota_skills`, `quota_skill_bytes`)")
+QUOTA_BYTES = (429, "the stored skill bytes quota is reached (`quota_skill_bytes`)")
+
+
 def crd_errors(
     *statuses: int | tuple[int, str], own: bool, write: bool = False
 ) -> dict[int | str, dict[str, Any]]:

@@ -112,7 +112,7 @@ async def apply(
             plans.append((target, row, action))
         created = sum(1 for t, _, a in plans if a == "created" and t.scope.user_id == user.id)
         if settings is not None and created:  # ops: the Ghosts quota counts applied ones too
-            await check_stored(session, settings, user.id, "ghosts", created)
+            await check_stored(session, settings, user.id, {"ghosts": created})
         for target, row, action in plans:
             with _document(target.index):
                 await service.write(session, target.scope, target.ghost, row, action)

@@ -16,11 +16,18 @@ from dataclasses import dataclass
 from typing import Literal, Protocol, get_args
 
 import redis.asyncio as aioredis
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.config import Settings
-from backend.db.models import SYSTEM_USER_ID, Conversation, Kind, SkillVersion, UserQuota
+from backend.db.models import (
+    SYSTEM_USER_ID,
+    Conversation,
+    Kind,
+    SkillVersion,
+    User,
+    UserQuota,
+)
 from backend.errors import SkillhiveError
 from backend.ops.metrics import QUOTA_REJECTIONS
 
@@ -224,14 +231,32 @@ async def _stored(session: AsyncSession, user_id: int, limit: Limit) -> int:
 
 
 async def check_stored(
-    session: AsyncSession, settings: Settings, user_id: int, limit: Limit, adding: int = 1
+    session: AsyncSession, settings: Settings, user_id: int, adding: Mapping[Limit, int]
 ) -> None:
-    """Refuse adding `adding` (objects, or bytes for `skill_bytes`) over the user's limit.
+    """Refuse adding `adding` (objects; bytes for `skill_bytes`) over the user's limits.
 
+    Call it in the writing transaction, after the request's slow checks and before its writes.
+    It first locks the user's row until commit, so two concurrent creates of one user count one
+    after the other (unlocked, both could count N-1 and store N+1). A no-op UPDATE locks on both
+    databases: on PostgreSQL it takes FOR NO KEY UPDATE, which does not conflict with the key
+    share lock an insert referencing the user holds (SELECT ... FOR UPDATE would, and two such
+    transactions could deadlock); on SQLite it begins the transaction with the write lock.
     Public objects (the system user's) have no quota.
     """
     if user_id == SYSTEM_USER_ID:
         return
-    maximum = (await limits_for(session, settings, user_id))[limit]
-    if maximum is not None and await _stored(session, user_id, limit) + adding > maximum:
-        raise QuotaExceeded(limit, maximum, retry_after_s=3600)
+    limits = await limits_for(session, settings, user_id)
+    counted = {name: n for name, n in adding.items() if n and limits[name] is not None}
+    if not counted:
+        return
+    await session.execute(
+        update(User)
+        .where(User.id == user_id)
+        .values(role=User.role)
+        .execution_options(synchronize_session=False)
+    )
+    for name, amount in counted.items():
+        maximum = limits[name]
+        assert maximum is not None
+        if await _stored(session, user_id, name) + amount > maximum:
+            raise QuotaExceeded(name, maximum, retry_after_s=3600)

@@ -29,6 +29,7 @@ from backend.ghosts import pins
 from backend.ghosts.pins import pinned_versions
 from backend.kinds import store
 from backend.kinds.store import Scope
+from backend.ops.quotas import Limit, QuotaExceeded, check_stored
 from backend.plugins.marketplace import Listing, RemoteFetcher, SharedBudget, listings
 from backend.plugins.reader import PluginDraft, read_plugin
 from backend.plugins.tree import MARKETPLACE, TreeFile, read_tree, rooted, subtree
@@ -187,6 +188,15 @@ async def _write(
                 details={"name": draft.name, "namespace": scope.namespace},
             ),
         )
+        return
+    adding: dict[Limit, int] = {
+        "skills": len(draft.skills),
+        "skill_bytes": sum(s.package.size for s in draft.skills),
+    }
+    try:
+        await check_stored(session, settings, scope.user_id, adding)
+    except QuotaExceeded as exc:
+        outcome.draft, outcome.error = None, exc
         return
     await store.insert(
         session, PLUGIN_KIND, scope, draft.name, _plugin_crd(draft, scope, outcome.source)

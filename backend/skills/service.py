@@ -21,6 +21,7 @@ from backend.ghosts.pins import pinned_versions
 from backend.ghosts.references import release_skill
 from backend.kinds import store
 from backend.kinds.store import Scope
+from backend.ops.quotas import Limit, check_stored
 from backend.skills import versions
 from backend.skills.importing.tree import BuiltZip
 from backend.skills.limits import ArchiveLimits
@@ -121,6 +122,7 @@ async def create(
 ) -> dict[str, Any]:
     """The stored CRD; with `dry_run` every check and write runs, then rolls back."""
     package = await _read(data, settings, scope, strict=strict)
+    await check_stored(session, settings, scope.user_id, {"skills": 1, "skill_bytes": len(data)})
     crd = _crd(package, scope, labels={}, enabled=True)
     if source_in_status:  # e.g. installed from a conversation's artifact
         crd["status"]["source"] = source
@@ -166,6 +168,7 @@ async def replace(
             code="package_name_mismatch",
             details={"expected": name, "found": package.name},
         )
+    await check_stored(session, settings, scope.user_id, {"skill_bytes": len(data)})
     old = row.json
     crd = _crd(
         package,
@@ -214,6 +217,9 @@ async def upsert(
     crd = _crd(package, scope, labels=labels, enabled=enabled)
     crd["status"]["source"] = source
     history = {"type": "import", **source}
+    if row is None or row.json["status"]["sha256"] != package.sha256:
+        adding: dict[Limit, int] = {"skills": int(row is None), "skill_bytes": len(data)}
+        await check_stored(session, settings, scope.user_id, adding)
     if row is None:
         row = await store.insert(session, SKILL_KIND, scope, package.name, crd)
         result: Literal["created", "updated"] = "created"
@@ -250,6 +256,7 @@ async def rollback(
     row = await store.get(session, SKILL_KIND, scope, name)
     store.check_version(row, expected_version)
     old = await versions.crd_of(session, row.id, number)
+    await check_stored(session, settings, scope.user_id, {"skill_bytes": old["status"]["size"]})
     current = row.json
     crd = {
         **old,

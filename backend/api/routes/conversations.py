@@ -131,7 +131,7 @@ async def create_conversation(
     body: ConversationCreate, user: CurrentUser, session: SessionDep, request: Request
 ) -> ConversationOut:
     await ghost_row(session, user.id, body.ghost)  # 404 unless the caller may use it
-    await check_stored(session, request.app.state.settings, user.id, "conversations")  # ops
+    await check_stored(session, request.app.state.settings, user.id, {"conversations": 1})  # ops
     created = await conversations.create(
         session, user.id, body.ghost, body.title or conversations.DEFAULT_TITLE
     )

@@ -76,7 +76,7 @@ def _register(router: APIRouter, read_scope: ScopeDep, write_scope: ScopeDep, *,
     ) -> JSONResponse:
         """The answer's `status.warnings` names listed skills that are disabled."""
         body = await read_json(request, MAX_GHOST_BYTES)
-        await check_stored(session, settings, scope.user_id, "ghosts")  # ops: quotas
+        await check_stored(session, settings, scope.user_id, {"ghosts": 1})  # ops: quotas
         crd = await service.create(session, scope, body, caller_id=user.id, egress=settings.egress)
         return crd_response(crd, 201)
 

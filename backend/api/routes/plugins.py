@@ -15,7 +15,14 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
 from backend.api.deps import CurrentUser, SessionDep, SettingsDep
-from backend.api.resources import ScopeDep, crd_errors, crd_response, own_scope, public_scopes
+from backend.api.resources import (
+    QUOTA_SKILLS,
+    ScopeDep,
+    crd_errors,
+    crd_response,
+    own_scope,
+    public_scopes,
+)
 from backend.api.routes.skill_import import FETCH_ERRORS, ImportIn
 from backend.api.upload import ARCHIVE_BODY_OPENAPI, read_archive
 from backend.crd.plugin import PLUGIN_KIND, Plugin
@@ -83,7 +90,13 @@ def _register(router: APIRouter, read_scope: ScopeDep, write_scope: ScopeDep, *,
         responses={
             200: {"model": ImportAnswer, "description": "a marketplace of which nothing imported"},
             **crd_errors(
-                (409, "the plugin exists (`plugin_exists`)"), 413, 415, 422, own=own, write=True
+                (409, "the plugin exists (`plugin_exists`)"),
+                413,
+                415,
+                422,
+                *((QUOTA_SKILLS,) if own else ()),
+                own=own,
+                write=True,
             ),
         },
         openapi_extra=ARCHIVE_BODY_OPENAPI,
@@ -112,6 +125,7 @@ def _register(router: APIRouter, read_scope: ScopeDep, write_scope: ScopeDep, *,
             **crd_errors(
                 (409, "the plugin exists (`plugin_exists`)"),
                 *FETCH_ERRORS,
+                *((QUOTA_SKILLS,) if own else ()),
                 own=own,
                 write=True,
             ),

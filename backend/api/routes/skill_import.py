@@ -10,7 +10,7 @@ from fastapi import APIRouter, Depends
 from pydantic import BaseModel, Field
 
 from backend.api.deps import CurrentUser, SessionDep, SettingsDep
-from backend.api.resources import ScopeDep, crd_errors
+from backend.api.resources import QUOTA_BYTES, ScopeDep, crd_errors
 from backend.kinds.store import Scope
 from backend.skills.importing import skills as importing
 from backend.skills.importing.errors import FetchFailed, FetchTimeout
@@ -97,6 +97,7 @@ def register(router: APIRouter, write_scope: ScopeDep, *, own: bool) -> None:
             404,
             (409, "the skill was not imported from a URL (`no_import_source`)"),
             *FETCH_ERRORS,
+            *((QUOTA_BYTES,) if own else ()),
             own=own,
             write=True,
         ),

@@ -9,7 +9,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
 from backend.api.deps import CurrentUser, SessionDep, SettingsDep
-from backend.api.resources import crd_errors, crd_response, own_scope
+from backend.api.resources import QUOTA_SKILLS, crd_errors, crd_response, own_scope
 from backend.artifacts import store
 from backend.artifacts.packages import package_zip
 from backend.chat import conversations
@@ -39,6 +39,7 @@ class SkillInstall(BaseModel):
         (409, "a skill of that name exists (`skill_exists`)"),
         413,
         422,
+        QUOTA_SKILLS,
         own=True,
     ),
 )

@@ -16,6 +16,8 @@ from pydantic import BaseModel, Field
 
 from backend.api.deps import CurrentUser, RowId, SessionDep, SettingsDep
 from backend.api.resources import (
+    QUOTA_BYTES,
+    QUOTA_SKILLS,
     ScopeDep,
     SkillList,
     crd_errors,
@@ -29,7 +31,6 @@ from backend.crd.skill import Skill
 from backend.kinds import store
 from backend.kinds.cursor import MAX_ID
 from backend.kinds.store import Scope
-from backend.ops.quotas import check_stored
 from backend.skills import service
 from backend.skills.limits import ArchiveLimits
 from backend.skills.service import PUBLIC_SCOPE
@@ -39,8 +40,6 @@ from backend.skills.service import PUBLIC_SCOPE
 # Kubernetes spells it `dryRun`: every check runs, nothing is stored.
 DryRun = Annotated[bool, Query(alias="dryRun")]
 
-QUOTA_SKILLS = (429, "a quota is reached (`quota_skills`, `quota_skill_bytes`)")
-QUOTA_BYTES = (429, "the stored skill bytes quota is reached (`quota_skill_bytes`)")
 INLINE_TYPES = {"text/plain", "text/markdown", "application/json", "image/png", "image/jpeg"}
 
 
@@ -133,8 +132,6 @@ def _register(router: APIRouter, read_scope: ScopeDep, write_scope: ScopeDep, *,
     ) -> JSONResponse:
         """`dryRun=true` runs every check and answers as an upload would, storing nothing."""
         data = await read_archive(request, ArchiveLimits.from_settings(settings))
-        await check_stored(session, settings, scope.user_id, "skills")  # ops: quotas
-        await check_stored(session, settings, scope.user_id, "skill_bytes", len(data))
         crd = await service.create(
             session, settings, scope, data, strict=strict, actor=user.id, dry_run=dry_run
         )
@@ -166,7 +163,6 @@ def _register(router: APIRouter, read_scope: ScopeDep, write_scope: ScopeDep, *,
         """`dryRun=true` runs every check and answers as a replace would, storing nothing."""
         expected = store.parse_if_match(if_match)
         data = await read_archive(request, ArchiveLimits.from_settings(settings))
-        await check_stored(session, settings, scope.user_id, "skill_bytes", len(data))  # ops
         crd = await service.replace(
             session,
             settings,
@@ -287,7 +283,7 @@ def _register(router: APIRouter, read_scope: ScopeDep, write_scope: ScopeDep, *,
     @router.post(
         "/{name}/rollback",
         response_model=Skill,
-        responses=crd_errors(404, 412, 422, own=own, write=True),
+        responses=crd_errors(404, 412, 422, *((QUOTA_BYTES,) if own else ()), own=own, write=True),
     )
     async def rollback_skill(
         name: str,

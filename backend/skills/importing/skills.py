@@ -89,15 +89,8 @@ async def sync_skill(
     )
     if "" not in skill_folders(tree.files):
         raise refused("no_skills_found", "the source no longer holds the skill", path=tree.path)
-    result = await _import_one(session, settings, scope, tree, "", actor)
-    if result.result == "refused":
-        raise SkillhiveError(
-            result.message or "refused",
-            code=result.code or "refused",
-            status_code=422,
-            details={"path": result.path},
-        )
-    return result
+    # Sync is one skill: its refusal is the answer's error, with its own status (422, 429).
+    return await _write_one(session, settings, scope, tree, "", actor)
 
 
 def _source(tree: FetchedTree, path: str) -> dict[str, Any]:
@@ -112,18 +105,32 @@ async def _import_one(
     folder: str,
     actor: int | None,
 ) -> SkillResult:
+    """One folder of an import: its refusal is reported in the answer, not raised."""
     full_path = posixpath.join(tree.path, folder) if folder else tree.path
-    folder_name = posixpath.basename(folder) or tree.root_name
     try:
-        problem = folder_problem(tree, folder)
-        if problem is not None:
-            raise PackageError(ErrorCode(problem.code), problem.message, **problem.details)
-        data = await asyncio.to_thread(build_zip, folder_files(tree, folder), folder_name)
-        done = await service.upsert(
-            session, settings, scope, data, source=_source(tree, full_path), actor=actor
-        )
+        return await _write_one(session, settings, scope, tree, folder, actor)
     except SkillhiveError as exc:
         await session.rollback()
-        return SkillResult(folder_name, full_path, "refused", exc.code, exc.message)
+        name = posixpath.basename(folder) or tree.root_name
+        return SkillResult(name, full_path, "refused", exc.code, exc.message)
+
+
+async def _write_one(
+    session: AsyncSession,
+    settings: Settings,
+    scope: Scope,
+    tree: FetchedTree,
+    folder: str,
+    actor: int | None,
+) -> SkillResult:
+    full_path = posixpath.join(tree.path, folder) if folder else tree.path
+    problem = folder_problem(tree, folder)
+    if problem is not None:
+        raise PackageError(ErrorCode(problem.code), problem.message, **problem.details)
+    folder_name = posixpath.basename(folder) or tree.root_name
+    data = await asyncio.to_thread(build_zip, folder_files(tree, folder), folder_name)
+    done = await service.upsert(
+        session, settings, scope, data, source=_source(tree, full_path), actor=actor
+    )
     name = done.crd["metadata"]["name"]
     return SkillResult(name, full_path, done.result, version=done.version)

@@ -170,6 +170,10 @@ async def _imports(
             bad = base.replace("/dev/", "/Bad_NS/")
             expect(await c.post(f"{bad}/import", json={"url": "https://x"}, headers=h), 422)
             expect(await c.post(f"{bad}/imported/sync", headers=h), 422)
+            del server.redirects["/s.zip"]
+            server.files["/s.zip"] = zips.skill("imported", description="Changed, new version.")
+            async with over_quota(c, other, writer, "skill_bytes"):
+                expect(await c.post(sync, headers=h), 429)
         else:
             expect(await c.post(imp, json={"url": "https://x"}, headers=other.headers), 403)
             expect(await c.post(f"{base}/imported/sync", headers=other.headers), 403)
@@ -370,7 +374,24 @@ async def _accounts(c: httpx.AsyncClient, alice: Account, admin: Account) -> Non
     expect(await c.get("/readyz"), 200)
 
 
-async def _quotas(c: httpx.AsyncClient, alice: Account, admin: Account) -> None:
+@asynccontextmanager
+async def over_quota(
+    c: httpx.AsyncClient, admin: Account, user: Account, *limits: str
+) -> AsyncIterator[None]:
+    """`user`'s `limits` at 0 inside the block, back to their defaults after it."""
+    url = f"{API}/users/{user.id}"
+    zero = {"quotas": dict.fromkeys(limits, 0)}
+    expect(await c.patch(url, json=zero, headers=admin.headers), 200)
+    try:
+        yield
+    finally:
+        default = {"quotas": dict.fromkeys(limits, "default")}
+        expect(await c.patch(url, json=default, headers=admin.headers), 200)
+
+
+async def _quotas(
+    c: httpx.AsyncClient, alice: Account, admin: Account, install: dict[str, str]
+) -> None:
     """Every quota at 0 for alice: each creating route answers 429."""
     h = alice.headers
     created = await c.post(f"{API}/conversations", json={"ghost": "dev/finder"}, headers=h)
@@ -385,6 +406,16 @@ async def _quotas(c: httpx.AsyncClient, alice: Account, admin: Account) -> None:
     expect(await c.put(f"{NS}/skills/pdf-tools", content=archive, headers={**h, **ZIP}), 429)
     expect(await c.post(f"{NS}/ghosts", json=ghost("more"), headers=h), 429)
     expect(await c.post(f"{API}/apply", json=[ghost("more")], headers=h), 429)
+    expect(await c.post(f"{NS}/skills/pdf-tools/rollback", json={"version": 1}, headers=h), 429)
+    expect(await c.post(f"{NS}/skills/install", json=install, headers=h), 429)
+    plugin = plugin_zip(TOOLKIT_FILES, "partner/ui-toolkit/")
+    expect(await c.post(f"{NS}/plugins", content=plugin, headers={**h, **ZIP}), 429)
+    with SourceServer() as server:
+        server.files["/p.zip"] = plugin
+        imported = await c.post(
+            f"{NS}/plugins/import", json={"url": server.url("/p.zip")}, headers=h
+        )
+        expect(imported, 429)
 
 
 async def _search(app: FastAPI, c: httpx.AsyncClient, alice: Account, admin: Account) -> None:
@@ -497,7 +528,10 @@ async def _chat(
     expect(await c.delete(one, headers=h), 204)
 
 
-async def _artifacts(c: httpx.AsyncClient, app: FastAPI, alice: Account, bob: Account) -> None:
+async def _artifacts(
+    c: httpx.AsyncClient, app: FastAPI, alice: Account, bob: Account
+) -> dict[str, str]:
+    """Every status of artifacts and installs; the install request, for `_quotas`."""
     h = alice.headers
     model = {"name": "scripted", "baseUrl": "http://127.0.0.1:9/v1"}
     crd = ghost("holder", model=model)
@@ -531,6 +565,7 @@ async def _artifacts(c: httpx.AsyncClient, app: FastAPI, alice: Account, bob: Ac
     expect(await c.post(f"{NS}/skills/install", json=install, headers=h), 409)
     expect(await c.post(f"{NS}/skills/install", json=install, headers=bob.headers), 404)
     expect(await c.post(f"{NS}/skills/install", json={"conversation": "x"}, headers=h), 422)
+    return install
 
 
 def _each_operation(contract: Contract) -> Iterator[tuple[str, str]]:
@@ -583,9 +618,9 @@ async def test_every_documented_status_is_answered_with_its_documented_body(
     await _apply(client, alice, monkeypatch)
     await _chat(app, client, alice, admin, openai_server)
     await _search(app, client, alice, admin)
-    await _artifacts(client, app, alice, bob)
+    install = await _artifacts(client, app, alice, bob)
     await _plans(client, alice)
-    await _quotas(client, alice, admin)
+    await _quotas(client, alice, admin, install)
     for method, url in _each_operation(contract):
         if url.startswith(API):
             assert_error(await client.request(method, url), 401, "missing_token")

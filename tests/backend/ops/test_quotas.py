@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -21,11 +22,14 @@ from tests.support.chat import LOOPBACK_ALLOW, ChatSetup, held_turn, make_setup,
 from tests.support.errors import assert_error
 from tests.support.ghosts import ghost
 from tests.support.lifespan import running
+from tests.support.marketplace import marketplace_zip, post_zip
 from tests.support.openai_server import FakeOpenAIServer, Reply, ToolCall
 from tests.support.skills import upload
+from tests.support.sources import SourceServer
 
 CONVERSATIONS = "/api/v1/conversations"
 GHOSTS = "/api/v1/namespaces/dev/ghosts"
+SKILLS = "/api/v1/namespaces/dev/skills"
 
 
 @pytest.fixture
@@ -230,3 +234,59 @@ async def test_two_gateways_share_one_turns_per_minute_quota_and_other_users_go_
     await second.state.chat.send(bob.id, bobs[1], "hi")
     assert [k async for k in clean_redis.scan_iter(f"{PREFIX}quota:*")]  # shared, under the prefix
     assert not [k async for k in clean_redis.scan_iter("skillhive:quota:*")]
+
+
+async def test_concurrent_creates_of_one_user_never_store_more_than_the_quota(
+    client: httpx.AsyncClient, alice: Account, admin: Account
+) -> None:
+    await set_quotas(client, admin, alice, skills=2, ghosts=2, conversations=2)
+    h = alice.headers
+    uploads = await asyncio.gather(*(upload(client, h, zips.skill(f"s{i}")) for i in range(6)))
+    ghosts = await asyncio.gather(
+        *(client.post(GHOSTS, json=ghost(f"g{i}"), headers=h) for i in range(6))
+    )
+    for answers, limit in ((uploads, "skills"), (ghosts, "ghosts")):
+        assert sorted(r.status_code for r in answers) == [201] * 2 + [429] * 4, limit
+        for refused in (r for r in answers if r.status_code == 429):
+            assert_quota(refused, limit)
+    made = next(r.json()["metadata"]["name"] for r in ghosts if r.status_code == 201)
+    chats = await asyncio.gather(
+        *(client.post(CONVERSATIONS, json={"ghost": f"dev/{made}"}, headers=h) for _ in range(6))
+    )
+    assert sorted(r.status_code for r in chats) == [201] * 2 + [429] * 4
+    skills = (await client.get(SKILLS, headers=h)).json()["items"]
+    listed = (await client.get(GHOSTS, headers=h)).json()["items"]
+    conversations = (await client.get(CONVERSATIONS, headers=h)).json()
+    assert (len(skills), len(listed), len(conversations["items"])) == (2, 2, 2)
+
+
+async def test_imports_plugins_and_rollbacks_count_against_the_skill_quotas(
+    client: httpx.AsyncClient, alice: Account, admin: Account
+) -> None:
+    h = alice.headers
+    await set_quotas(client, admin, alice, skills=2)
+    with SourceServer() as server:
+        server.files["/repo.zip"] = zips.build(
+            {f"repo-main/skills/{n}/SKILL.md": zips.skill_md(n) for n in ("a", "b", "c")}
+        )
+        imported = await client.post(
+            f"{SKILLS}/import", json={"url": server.url("/repo.zip")}, headers=h
+        )
+    assert imported.status_code == 200, imported.text
+    items = {i["path"]: i for i in imported.json()["items"]}
+    assert [items[f"skills/{n}"]["result"] for n in "abc"] == ["created", "created", "refused"]
+    assert items["skills/c"]["code"] == "quota_skills"
+    await set_quotas(client, admin, alice, skills=3)  # one more: the marketplace's sales has 3
+    answer = (await post_zip(client, alice, marketplace_zip())).json()
+    plugins = {p["name"]: p for p in answer["plugins"]}
+    assert plugins["sales"]["status"] == "refused" and plugins["sales"]["code"] == "quota_skills"
+    assert plugins["ui-toolkit"]["status"] == "created"  # its one skill fits
+    names = sorted(
+        s["metadata"]["name"] for s in (await client.get(SKILLS, headers=h)).json()["items"]
+    )
+    assert names == ["a", "b", "ui-toolkit/web"]  # nothing of the refused plugin was written
+    await set_quotas(client, admin, alice, skills="default", skill_bytes=0)
+    rolled = await client.post(f"{SKILLS}/a/rollback", json={"version": 1}, headers=h)
+    assert_quota(rolled, "skill_bytes")
+    history = (await client.get(f"{SKILLS}/a/versions", headers=h)).json()["items"]
+    assert len(history) == 1  # the refused rollback made no version
