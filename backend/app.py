@@ -49,6 +49,7 @@ from backend.plugins.remote import SourceFetcher
 from backend.redis_client import create_redis
 from backend.secrets.cipher import load_cipher
 from backend.skills.builtin import sync_builtin_skills
+from backend.skills.importing.slots import ImportSlots
 from backend.ws.chat_namespace import ChatNamespace
 from backend.ws.rooms import SocketIORooms
 from backend.ws.server import socketio_server
@@ -177,6 +178,9 @@ def create_app(
     app.state.sandbox = sandbox
     # marketplace entries with a remote source are fetched as URL imports are (egress, limits)
     app.state.plugin_fetcher = SourceFetcher(lambda: app.state.settings)
+    app.state.import_slots = ImportSlots(
+        settings.import_concurrency, retry_after_s=settings.retry_after_seconds
+    )
     app.state.auth_notices = sio.live_auth  # routes that end authorization tell open sockets
     # ops: what a scrape of this process shows (backend/ops/metrics.py)
     app.state.metrics_registry = ops_metrics.exposition_registry(

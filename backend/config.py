@@ -154,6 +154,12 @@ class Settings(BaseSettings):
     import_timeout_seconds: float = Field(
         60.0, gt=0, description="Skill imports from a URL: time for the whole fetch."
     )
+    import_concurrency: int = Field(
+        2,
+        ge=1,
+        description="Imports (URL imports, syncs, plugin archives) one process runs at once; "
+        "each holds up to `import_max_unpacked_bytes` in memory.",
+    )
 
     # --- chat ----------------------------------------------------------------------------
     max_concurrent_turns_per_user: int = Field(

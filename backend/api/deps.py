@@ -16,6 +16,7 @@ from backend.config import Settings
 from backend.db.models import User
 from backend.errors import Forbidden, Unauthorized
 from backend.kinds.cursor import MAX_ID
+from backend.skills.importing.slots import ImportSlots
 
 # Declared for OpenAPI's "Authorize" button; the header is parsed below for precise errors.
 _bearer_scheme = HTTPBearer(auto_error=False, description="API token: `Bearer shk_...`")
@@ -36,6 +37,11 @@ def get_chat(request: Request) -> ChatRuntime:
     return runtime
 
 
+def get_import_slots(request: Request) -> ImportSlots:
+    slots: ImportSlots = request.app.state.import_slots
+    return slots
+
+
 def get_transport(chat: Annotated[ChatRuntime, Depends(get_chat)]) -> TurnTransport:
     return chat.transport
 
@@ -44,6 +50,7 @@ SettingsDep = Annotated[Settings, Depends(get_settings_dep)]
 ChatDep = Annotated[ChatRuntime, Depends(get_chat)]
 TransportDep = Annotated[TurnTransport, Depends(get_transport)]
 SessionDep = Annotated[AsyncSession, Depends(get_session)]
+ImportSlotsDep = Annotated[ImportSlots, Depends(get_import_slots)]
 # A numeric id in a path: out of the id columns' range is a 422, not a driver error (500).
 RowId = Annotated[int, Path(ge=0, le=MAX_ID)]
 

@@ -64,10 +64,12 @@ ERROR_DESCRIPTIONS = {
     413: "the body is larger than the limit in `details`",
     415: "the body's Content-Type is not accepted (`unsupported_media_type`)",
     422: "the request is invalid; `code` says how and `details` names what",
-    429: "a quota or limit is reached: `code` names it (`quota_*`, `too_many_turns`); retry after "
+    429: "a quota or limit is reached: `code` names it (`quota_*`, `too_many_turns`, "
+    "`import_in_progress`); retry after "
     "`Retry-After` seconds",
     503: "a backing service (database or Redis) is unavailable, or no database connection was "
-    "free in time (`dependency_unavailable`, with `Retry-After`); retry shortly",
+    "free in time (`dependency_unavailable`), or every import slot stayed busy (`import_busy`); "
+    "retry after `Retry-After` seconds",
 }
 
 

@@ -59,6 +59,7 @@ def public_scopes(scope: Scope) -> tuple[ScopeDep, ScopeDep]:
 
 QUOTA_SKILLS = (429, "a quota is reached (`quota_skills`, `quota_skill_bytes`)")
 QUOTA_BYTES = (429, "the stored skill bytes quota is reached (`quota_skill_bytes`)")
+IMPORT_IN_PROGRESS = (429, "an import of the caller's runs in this process (`import_in_progress`)")
 
 
 def crd_errors(

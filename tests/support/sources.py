@@ -8,6 +8,7 @@ with SourceServer() as server:
 
 from __future__ import annotations
 
+import asyncio
 import os
 import threading
 from collections.abc import Iterable
@@ -38,6 +39,14 @@ class SourceServer(LoopbackWsgi):
 
     def url(self, path: str) -> str:
         return f"http://127.0.0.1:{self.port}{path}"
+
+    async def reached(self, path: str, *, timeout_s: float = 30.0) -> None:
+        """Return once a request for `path` arrived (e.g. an import now waiting on `/held`)."""
+        for _ in range(int(timeout_s / 0.01)):
+            if path in self.requests:
+                return
+            await asyncio.sleep(0.01)
+        raise AssertionError(f"no request for {path} within {timeout_s} s")
 
     def __exit__(
         self,

@@ -14,8 +14,9 @@ from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
-from backend.api.deps import CurrentUser, SessionDep, SettingsDep
+from backend.api.deps import CurrentUser, ImportSlotsDep, SessionDep, SettingsDep
 from backend.api.resources import (
+    IMPORT_IN_PROGRESS,
     QUOTA_SKILLS,
     ScopeDep,
     crd_errors,
@@ -95,6 +96,7 @@ def _register(router: APIRouter, read_scope: ScopeDep, write_scope: ScopeDep, *,
                 415,
                 422,
                 *((QUOTA_SKILLS,) if own else ()),
+                IMPORT_IN_PROGRESS,
                 own=own,
                 write=True,
             ),
@@ -107,13 +109,15 @@ def _register(router: APIRouter, read_scope: ScopeDep, write_scope: ScopeDep, *,
         user: CurrentUser,
         session: SessionDep,
         settings: SettingsDep,
+        slots: ImportSlotsDep,
     ) -> JSONResponse:
         """A plugin folder or a marketplace (`.claude-plugin/marketplace.json`) as a ZIP."""
         data = await read_archive(request, ArchiveLimits.from_settings(settings))
         fetcher = getattr(request.app.state, "plugin_fetcher", None)
-        created, answer = await service.import_archive(
-            session, settings, scope, data, actor=user.id, fetcher=fetcher
-        )
+        async with slots.hold(user.id, wait_s=settings.import_timeout_seconds):  # body read
+            created, answer = await service.import_archive(
+                session, settings, scope, data, actor=user.id, fetcher=fetcher
+            )
         return JSONResponse(answer, status_code=201 if created else 200)
 
     @router.post(
@@ -126,6 +130,7 @@ def _register(router: APIRouter, read_scope: ScopeDep, write_scope: ScopeDep, *,
                 (409, "the plugin exists (`plugin_exists`)"),
                 *FETCH_ERRORS,
                 *((QUOTA_SKILLS,) if own else ()),
+                IMPORT_IN_PROGRESS,
                 own=own,
                 write=True,
             ),
@@ -138,17 +143,18 @@ def _register(router: APIRouter, read_scope: ScopeDep, write_scope: ScopeDep, *,
         user: CurrentUser,
         session: SessionDep,
         settings: SettingsDep,
+        slots: ImportSlotsDep,
     ) -> JSONResponse:
         """A plugin folder or a marketplace from a git repository or an https archive (as a
         skill import from a URL: same egress policy and limits); each plugin records its
         source in `spec.source`."""
-        fetched = await fetch_source(
-            body.url, body.ref, body.path, settings.egress, FetchLimits.from_settings(settings)
-        )
         fetcher = getattr(request.app.state, "plugin_fetcher", None)
-        created, answer = await remote.import_fetched(
-            session, settings, scope, fetched, actor=user.id, fetcher=fetcher
-        )
+        limits = FetchLimits.from_settings(settings)
+        async with slots.hold(user.id, wait_s=settings.import_timeout_seconds):
+            fetched = await fetch_source(body.url, body.ref, body.path, settings.egress, limits)
+            created, answer = await remote.import_fetched(
+                session, settings, scope, fetched, actor=user.id, fetcher=fetcher
+            )
         return JSONResponse(answer, status_code=201 if created else 200)
 
     @router.get("/{name}", response_model=Plugin, responses=crd_errors(404, own=own))

@@ -9,8 +9,8 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Depends
 from pydantic import BaseModel, Field
 
-from backend.api.deps import CurrentUser, SessionDep, SettingsDep
-from backend.api.resources import QUOTA_BYTES, ScopeDep, crd_errors
+from backend.api.deps import CurrentUser, ImportSlotsDep, SessionDep, SettingsDep
+from backend.api.resources import IMPORT_IN_PROGRESS, QUOTA_BYTES, ScopeDep, crd_errors
 from backend.kinds.store import Scope
 from backend.skills.importing import skills as importing
 from backend.skills.importing.errors import FetchFailed, FetchTimeout
@@ -72,7 +72,7 @@ def register(router: APIRouter, write_scope: ScopeDep, *, own: bool) -> None:
     @router.post(
         "/import",
         response_model=ImportOut,
-        responses=crd_errors(*FETCH_ERRORS, own=own, write=True),
+        responses=crd_errors(*FETCH_ERRORS, IMPORT_IN_PROGRESS, own=own, write=True),
     )
     async def import_skills(
         body: ImportIn,
@@ -80,12 +80,14 @@ def register(router: APIRouter, write_scope: ScopeDep, *, own: bool) -> None:
         user: CurrentUser,
         session: SessionDep,
         settings: SettingsDep,
+        slots: ImportSlotsDep,
     ) -> ImportOut:
         """Import every skill folder of the source; per skill: created, updated, unchanged or
         refused (with the upload's error code)."""
-        report = await importing.import_skills(
-            session, settings, scope, body.url, ref=body.ref, path=body.path, actor=user.id
-        )
+        async with slots.hold(user.id, wait_s=settings.import_timeout_seconds):
+            report = await importing.import_skills(
+                session, settings, scope, body.url, ref=body.ref, path=body.path, actor=user.id
+            )
         return ImportOut(
             source=ImportSource(**report.source), items=[_item(i) for i in report.items]
         )
@@ -98,6 +100,7 @@ def register(router: APIRouter, write_scope: ScopeDep, *, own: bool) -> None:
             (409, "the skill was not imported from a URL (`no_import_source`)"),
             *FETCH_ERRORS,
             *((QUOTA_BYTES,) if own else ()),
+            IMPORT_IN_PROGRESS,
             own=own,
             write=True,
         ),
@@ -108,6 +111,9 @@ def register(router: APIRouter, write_scope: ScopeDep, *, own: bool) -> None:
         user: CurrentUser,
         session: SessionDep,
         settings: SettingsDep,
+        slots: ImportSlotsDep,
     ) -> ImportedSkill:
         """Fetch the skill's `status.source` again: a new version only when the bytes changed."""
-        return _item(await importing.sync_skill(session, settings, scope, name, actor=user.id))
+        async with slots.hold(user.id, wait_s=settings.import_timeout_seconds):
+            synced = await importing.sync_skill(session, settings, scope, name, actor=user.id)
+        return _item(synced)

@@ -3,6 +3,7 @@ the declared body, and every answer is declared (the `client` fixture checks eac
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
 from collections.abc import AsyncIterator, Iterator
@@ -132,6 +133,22 @@ async def _skills(c: httpx.AsyncClient, base: str, writer: Account, other: Accou
     expect(await c.delete(f"{item}?force=true", headers=h), 204)
 
 
+@asynccontextmanager
+async def import_running(
+    c: httpx.AsyncClient, url: str, server: SourceServer, headers: dict[str, str]
+) -> AsyncIterator[None]:
+    """Inside the block an import of the caller's waits on the server's `/held`."""
+    server.held.clear()
+    server.requests.clear()
+    task = asyncio.create_task(c.post(url, json={"url": server.url("/held")}, headers=headers))
+    try:
+        await server.reached("/held")
+        yield
+    finally:
+        server.held.set()
+        expect(await task, 422)  # the held answer is empty: not an archive
+
+
 async def _imports(
     app: FastAPI, c: httpx.AsyncClient, base: str, writer: Account, other: Account
 ) -> None:
@@ -166,6 +183,9 @@ async def _imports(
         finally:
             app.state.settings = saved
             server.held.set()
+        async with import_running(c, imp, server, h):
+            expect(await c.post(imp, json={"url": server.url("/s.zip")}, headers=h), 429)
+            expect(await c.post(sync, headers=h), 429)
         if base.startswith(NS):
             bad = base.replace("/dev/", "/Bad_NS/")
             expect(await c.post(f"{bad}/import", json={"url": "https://x"}, headers=h), 422)
@@ -302,6 +322,10 @@ async def _plugin_imports(
         finally:
             app.state.settings = saved
             server.held.set()
+        async with import_running(c, imp, server, h):
+            expect(await c.post(imp, json={"url": server.url("/p.zip")}, headers=h), 429)
+            plugin = server.files["/p.zip"]
+            expect(await c.post(base, content=plugin, headers={**h, **ZIP}), 429)
         if base.startswith(NS):
             bad = base.replace("/dev/", "/Bad_NS/")
             expect(await c.post(f"{bad}/import", json={"url": "https://x"}, headers=h), 422)
