@@ -12,9 +12,10 @@ import zlib
 
 import pytest
 
-from backend.skills.errors import PackageError
+from backend.skills.errors import ErrorCode, PackageError, translated
 from backend.skills.limits import ArchiveLimits
 from backend.skills.package import read_package, read_package_file
+from chat_shell import PackageReadError, ReadCode
 from tests.support.zipcraft import (
     MiB,
     RawEntry,
@@ -267,3 +268,14 @@ def test_ignored_entries_are_still_checked() -> None:
     link = RawEntry("__MACOSX/demo/._link", b"x", external_attr=0o120777 << 16)
     err = refused(raw_zip([RawEntry("demo/SKILL.md", GOOD_MD), link]))
     assert (err.code, err.details["entry"]) == ("symlink_entry", "__MACOSX/demo/._link")
+
+
+@pytest.mark.parametrize("code", list(ReadCode))
+def test_every_code_of_the_package_reader_has_the_same_code_in_the_api(code: ReadCode) -> None:
+    """The reader (chat_shell) and the API (backend) keep their own enums, one per layer;
+    `translated()` maps one onto the other by value, so a reader code missing here would be a
+    500 instead of its 4xx."""
+    with pytest.raises(PackageError) as caught, translated():
+        raise PackageReadError(code, "refused", entry="x")
+    assert caught.value.code == code.value == ErrorCode(code.value).value
+    assert caught.value.details == {"entry": "x"} and caught.value.status_code in (404, 413, 422)
