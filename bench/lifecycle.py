@@ -5,9 +5,10 @@ A ~5 MiB git repository served over smart HTTP and imported with
 Each job writes a new skill (a fresh namespace each time), so both do the full work. Each pair
 is timed back to back (bench/_util.compare). Target: import_ratio <= 2.0.
 
-The repository is served by `git http-backend` (C git, as real hosts serve) when git is
-installed, else by dulwich's pure-Python WSGI app, whose pack building then dominates (the line
-says which).
+The repository is served by `git http-backend` (C git, as real hosts serve) in a process of its
+own when git is installed, else by dulwich's pure-Python WSGI app in this process, whose pack
+building then dominates (the line says which). Either way the server's work is inside the
+timed import: an import waits for its host.
 """
 
 from __future__ import annotations
@@ -15,13 +16,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import itertools
-import os
 import random
 import shutil
 import subprocess
+import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Any
 
 import httpx
 
@@ -52,59 +54,42 @@ def repository_files() -> dict[str, str | bytes]:
     return files
 
 
-def git_http_backend(project_root: Path) -> Any:
-    """A WSGI app running `git http-backend` (CGI) per request, smart HTTP only."""
-
-    def app(environ: dict[str, Any], start: Any) -> list[bytes]:
-        length = int(environ.get("CONTENT_LENGTH") or 0)
-        body = environ["wsgi.input"].read(length) if length else b""
-        env = {
-            "GIT_PROJECT_ROOT": str(project_root),
-            "GIT_HTTP_EXPORT_ALL": "1",
-            "PATH_INFO": environ["PATH_INFO"].removeprefix("/git"),
-            "QUERY_STRING": environ.get("QUERY_STRING", ""),
-            "REQUEST_METHOD": environ["REQUEST_METHOD"],
-            "CONTENT_TYPE": environ.get("CONTENT_TYPE", ""),
-            "CONTENT_LENGTH": str(len(body)),
-            "GIT_PROTOCOL": environ.get("HTTP_GIT_PROTOCOL", ""),
-            "PATH": os.environ.get("PATH", ""),
-        }
-        out = subprocess.run(
-            ["git", "http-backend"], input=body, env=env, capture_output=True, check=True
-        ).stdout
-        head, _, payload = out.partition(b"\r\n\r\n")
-        status, headers = "200 OK", []
-        for line in head.decode().split("\r\n"):
-            key, _, value = line.partition(": ")
-            if key.lower() == "status":
-                status = value
-            else:
-                headers.append((key, value))
-        start(status, headers)
-        return [payload]
-
-    return app
-
-
-def packed_git_backend(root: Path) -> Any:
-    """`root/bench.git`: a bare, packed copy of `root/repo` (as hosts keep repositories; git
-    builds a pack from loose objects ~20x slower), served by `git http-backend`."""
+@contextmanager
+def git_host(root: Path) -> Iterator[str]:
+    """`root/bench.git`, a bare, packed copy of `root/repo` (as hosts keep repositories; git
+    builds a pack from loose objects ~20x slower), served by `git http-backend` in a process
+    of its own (bench/_git_http.py); yields the repository's URL."""
     bare = str(root / "bench.git")
     subprocess.run(["git", "clone", "-q", "--bare", str(root / "repo"), bare], check=True)
     subprocess.run(["git", "-C", bare, "repack", "-adq"], check=True)
-    return git_http_backend(root)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "bench._git_http", str(root)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert server.stdin is not None and server.stdout is not None
+    try:
+        port = int(server.stdout.readline())
+        yield f"http://127.0.0.1:{port}/bench.git"
+    finally:
+        server.stdin.close()
+        server.wait(timeout=20)
 
 
 async def run(pairs: int) -> float:
-    with tempfile.TemporaryDirectory() as tmp, SourceServer() as source:
+    with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
         root = Path(tmp)
         files = repository_files()
         git_repo(root / "repo", files)
-        source.repos["bench"] = root / "repo"
-        server_kind = "dulwich (pure Python)"
         if shutil.which("git"):
-            source.git_app = packed_git_backend(root)
-            server_kind = "git http-backend, packed repository"
+            url = stack.enter_context(git_host(root))
+            server_kind = "git http-backend (own process), packed repository"
+        else:
+            source = stack.enter_context(SourceServer())
+            source.repos["bench"] = root / "repo"
+            url = source.url("/git/bench.git")
+            server_kind = "dulwich (pure Python, in process)"
         print(f"git server: {server_kind}")
         archive = zips.build(files)
         size = sum(len(v) for v in files.values())
@@ -124,7 +109,6 @@ async def run(pairs: int) -> float:
                 await session.commit()
             headers = {"Authorization": f"Bearer {token}"}
             namespaces = (f"n{i}" for i in itertools.count())
-            url = source.url("/git/bench.git")
             async with httpx.AsyncClient(base_url=base, headers=headers, timeout=120) as client:
 
                 async def import_git() -> None:

@@ -24,6 +24,7 @@ from dulwich.errors import (
 )
 from dulwich.object_store import peel_sha
 from dulwich.objects import Blob, Commit, ObjectID, Tree
+from dulwich.protocol import CAPABILITY_NO_PROGRESS
 from dulwich.refs import Ref
 from dulwich.repo import MemoryRepo
 
@@ -60,6 +61,8 @@ class EgressGitClient(AbstractHttpGitClient):
         self, base_url: str, downloader: Downloader, loop: asyncio.AbstractEventLoop
     ) -> None:
         super().__init__(base_url, quiet=True)
+        # Nobody reads the server's progress lines: it need not write them, nor we parse them.
+        self._fetch_capabilities.add(CAPABILITY_NO_PROGRESS)
         self._downloader = downloader
         self._loop = loop
         self._dumb_budget = Budget(downloader.limits.unpacked_bytes, "the dumb server's objects")

@@ -18,7 +18,7 @@ from typing import Any
 from dulwich.errors import ApplyDeltaError, ChecksumMismatch, FileFormatException
 from dulwich.object_format import DEFAULT_OBJECT_FORMAT
 from dulwich.object_store import MemoryObjectStore
-from dulwich.objects import Blob, ShaFile, hex_to_sha
+from dulwich.objects import Blob, ObjectID, RawObjectID, ShaFile, hex_to_sha
 from dulwich.pack import (
     DELTA_TYPES,
     OFS_DELTA,
@@ -80,6 +80,11 @@ class FetchStore(MemoryObjectStore):
     def raise_failure(self) -> None:
         if self.failure is not None:
             raise self.failure
+
+    def __getitem__(self, name: ObjectID | RawObjectID) -> ShaFile:
+        """The stored object itself, not dulwich's defensive copy (which serializes and
+        parses it again): an import only reads the objects it fetched."""
+        return self._data[self._to_hexsha(name)]
 
 
 class Budget:

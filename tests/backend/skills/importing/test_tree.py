@@ -42,6 +42,24 @@ def test_the_zip_is_a_valid_package_keeping_modes_and_storing_incompressible_fil
     assert methods["demo/SKILL.md"] == zipfile.ZIP_DEFLATED
 
 
+def test_every_entry_reads_back_as_written_with_crcs_checked_by_zipfile() -> None:
+    """The ZIP is written by hand (ISA-L deflate): zipfile, an independent reader, inflates
+    every entry and checks its CRC; UTF-8 names, empty and large text files included."""
+    written = {
+        **files(),
+        "references/café.md": TreeFile("déjà vu ".encode() * 20_000, 0o644),
+        "empty.txt": TreeFile(b"", 0o644),
+    }
+    data = build_zip(written, "demo").data
+    with zipfile.ZipFile(BytesIO(data)) as archive:
+        assert archive.testzip() is None
+        read = {i.filename: archive.read(i) for i in archive.infolist()}
+        compressed = archive.getinfo("demo/references/café.md").compress_size
+    assert read == {f"demo/{path}": file.data for path, file in written.items()}
+    assert compressed < len(written["references/café.md"].data) / 10
+    assert read_package(data).files == read_package(data, verify=False).files
+
+
 def test_skill_folders_are_the_outermost_ones_holding_a_skill_md() -> None:
     tree = {
         "README.md": b"",
