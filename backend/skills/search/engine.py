@@ -24,6 +24,7 @@ Tenancy and the Ghost's selection are the SQL condition of selection.py, in both
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -86,7 +87,6 @@ class _Where:
 
     sql: str
     params: Mapping[str, Any]
-    percent: str  # how a literal `%` is written in this driver's SQL
 
 
 _DIALECTS: dict[str, Dialect] = {}
@@ -127,8 +127,7 @@ def where_sql(session: AsyncSession, source: SkillSource) -> _Where:
     )
     head, _, condition = compiled.string.partition("WHERE ")
     assert head.split() == ["SELECT", "1", "FROM", "skill_search"], compiled.string
-    percent = "%%" if dialect.paramstyle in ("format", "pyformat") else "%"
-    found = _WHERES[key] = _Where(condition, MappingProxyType(dict(compiled.params)), percent)
+    found = _WHERES[key] = _Where(condition, MappingProxyType(dict(compiled.params)))
     if len(_WHERES) > _WHERE_CACHE_SIZE:
         _WHERES.popitem(last=False)
     return found
@@ -139,8 +138,8 @@ async def _rows(session: AsyncSession, sql: str, where: _Where) -> Sequence[Any]
     return (await connection.exec_driver_sql(sql, dict(where.params))).all()
 
 
-def _pg_query(stems: Sequence[str]) -> str:
-    terms = " | ".join(f"''{s}''" for s in stems)  # stems are letters and digits only
+def _pg_query(stems: Sequence[str], operator: str = "|") -> str:
+    terms = f" {operator} ".join(f"''{s}''" for s in stems)  # stems are letters and digits only
     return f"to_tsquery('simple'::regconfig, '{terms}')"
 
 
@@ -236,18 +235,34 @@ def _candidate_ids(dialect: str, where: str, stems: Sequence[str], *, ranked: bo
             f"LIMIT {SCORE_ALL}"
         )
     if dialect == "postgresql":
-        query = _pg_query(stems)
-        rank = f"ts_rank('{_PG_WEIGHTS}'::float4[], skill_search.head, {query})"
-        return (
-            f"SELECT kind_id FROM skill_search WHERE ({where}) AND skill_search.head @@ {query} "
-            f"ORDER BY {rank} DESC, skill_search.name LIMIT {CANDIDATES}"
-        )
+        return _pg_ranked_ids(where, stems)
     return (
         "SELECT skill_search.kind_id FROM skill_search JOIN (SELECT rowid AS rid, "
         f"bm25(skill_search_fts, {_FTS_WEIGHTS}) AS rank FROM skill_search_fts "
         f"WHERE skill_search_fts MATCH '{_fts_match(stems, head=True)}') AS found "
         f"ON found.rid = skill_search.kind_id WHERE {where} "
         f"ORDER BY found.rank, skill_search.name LIMIT {CANDIDATES}"
+    )
+
+
+def _pg_ranked_ids(where: str, stems: Sequence[str]) -> str:
+    """The best `CANDIDATES` by `ts_rank` among at most `RANK_POOL` rows matching `stems`:
+    first the rows holding all of them, then those holding any. GIN finds the matches without
+    reading a row; ranking reads each row's `head`, so it is bounded like the counts are. The
+    pool's terms are each in at most `DF_CAP` rows by their counts, but a term counted `DF_CAP`
+    may be in thousands: a catalog of thousands of variants of a few skills ranked them all."""
+    rank = f"ts_rank('{_PG_WEIGHTS}'::float4[], skill_search.head, {_pg_query(stems)})"
+    tiers = [_pg_query(stems, "&"), _pg_query(stems)] if len(stems) > 1 else [_pg_query(stems)]
+    # A branch's rank is computed only for the rows it gives; the outer LIMIT stops the `any`
+    # branch as soon as the `all` one gave enough. A row in both counts once.
+    branches = " UNION ALL ".join(
+        f"(SELECT kind_id, name, {rank} AS rank FROM skill_search "
+        f"WHERE ({where}) AND skill_search.head @@ {tier} LIMIT {RANK_POOL})"
+        for tier in tiers
+    )
+    return (
+        f"SELECT kind_id FROM ({branches} LIMIT {RANK_POOL}) AS pooled GROUP BY kind_id, name "
+        f"ORDER BY max(rank) DESC, name LIMIT {CANDIDATES}"
     )
 
 
@@ -273,24 +288,25 @@ async def _candidates(
     fence = " OFFSET 0" if dialect == "postgresql" else ""
     stmt = (
         f"SELECT kind_id, user_id, namespace, name, description, "
-        f"{_presence(scored, where.percent)} AS flags FROM (SELECT kind_id, user_id, namespace, "
+        f"{_presence(dialect, scored)} AS flags FROM (SELECT kind_id, user_id, namespace, "
         f"name, description, {padded} FROM skill_search WHERE kind_id IN ({ids}){fence}) AS c"
     )
     return await _rows(session, stmt, where)
 
 
-def _presence(stems: Sequence[str], percent: str) -> str:
+def _presence(dialect: str, stems: Sequence[str]) -> str:
     """Whether each term field holds each stem, field by field, as one string of `0` and `1`:
     what scoring needs, computed where the rows are. Fetching the fields instead moved
     kilobytes of body terms per candidate to Python to test a handful of words; one column per
-    flag cost more to describe and convert than the scoring. Stems are letters and digits."""
-    return _concat(
-        [
-            f"CASE WHEN c.f{i} LIKE '{percent} {stem} {percent}' THEN '1' ELSE '0' END"
-            for i in range(len(FIELD_WEIGHTS))
-            for stem in stems
-        ]
-    )
+    flag cost more to describe and convert than the scoring. Stems are letters and digits.
+    Written short: the driver scans the statement's text for placeholders on every search."""
+    find = "strpos" if dialect == "postgresql" else "instr"
+    tests = [
+        f"{find}(c.f{i},' {stem} ')>0" for i in range(len(FIELD_WEIGHTS)) for stem in stems
+    ]
+    if dialect == "postgresql":
+        return f"array_to_string(ARRAY[{','.join(tests)}]::int[],'')"
+    return _concat([f"({test})" for test in tests])  # SQLite: a comparison is 0 or 1
 
 
 def _concat(parts: Sequence[str]) -> str:
@@ -404,15 +420,19 @@ async def search(
         ranked = sum(df[s] for s in pool) > CANDIDATES
     rows = await _candidates(session, dialect, where, pool, present, ranked=ranked)
     scorer = Scorer(terms, _term_weights(terms, df, n), present, n)
-    hits = []
-    for row in rows:
-        value = round(scorer.score(row.flags), 4)
+    scores: dict[str, float] = {}  # candidates often share their flags: score each once
+    found = []
+    # Rows unpacked, not read by attribute: that costs a microsecond a read, per candidate.
+    for kind_id, user_id, namespace, name, description, flags in rows:
+        value = scores.get(flags)
+        if value is None:
+            value = scores[flags] = round(scorer.score(flags), 4)
         if value >= threshold:
-            namespace = PUBLIC_NAMESPACE if row.user_id == SYSTEM_USER_ID else row.namespace
-            hits.append(
-                SearchHit(row.kind_id, row.user_id, namespace, row.name, row.description, value)
-            )
-    hits.sort(key=lambda h: (-h.score, h.name, h.namespace, h.kind_id))
+            shown = PUBLIC_NAMESPACE if user_id == SYSTEM_USER_ID else namespace
+            found.append((-value, name, shown, kind_id, user_id, description))
+    # Best first: by score, then name, namespace and id (unique, so nothing after is compared).
+    best = heapq.nsmallest(limit if rerank is None else max(limit, rerank.candidates), found)
+    hits = [SearchHit(k, u, ns, name, d, -negative) for negative, name, ns, k, u, d in best]
     if rerank is not None:
-        return (await rerank.rerank(query, hits[: max(limit, rerank.candidates)]))[:limit]
-    return hits[:limit]
+        return (await rerank.rerank(query, hits))[:limit]
+    return hits
