@@ -1,14 +1,15 @@
 """Ranked skill search: the database's full-text engine finds candidates, one formula scores them.
 
 1. The request becomes terms (text.py): stems, stopwords out, each with its expansions.
-2. One query counts, over exactly the rows searched, how many there are and how many contain
-   each stem (GIN on PostgreSQL, FTS5 on SQLite): the IDF of each term.
+2. One query counts how many rows are searched and how many contain each stem: the IDF of each
+   term. Exact up to `ROWS_CAP` rows (every catalog people read); a larger catalog's counts are
+   those of a `ROWS_CAP`-row sample of it (`frequencies_sql`).
 3. One query fetches the rows matching the request's rarest terms (`RANK_POOL`): all of them
    when they are at most `SCORE_ALL` (every catalog people read), else the engine's best
    `CANDIDATES` by name, tags, "when to use" and description (PostgreSQL `ts_rank` over the
-   weighted `head` tsvector, SQLite `bm25` with column weights). Counts are bounded
-   (`ROWS_CAP`, `DF_CAP`), and so is the work at any catalog size. On PostgreSQL the planner is
-   kept to the GIN index, which answers without decoding a single tsvector.
+   weighted `head` tsvector of at most `RANK_POOL` matches, SQLite `bm25` with column
+   weights). Counts are bounded (`ROWS_CAP`, `DF_CAP`), and so is the work at any catalog
+   size. On PostgreSQL the planner is kept to the GIN index for finding matches.
 4. Each candidate's matched mass M sums, over the request's terms, the term's IDF times the
    weight of the best field holding it (`FIELD_WEIGHTS`; an expansion at `EXPANSION_WEIGHT` of
    that). Its score is the geometric mean of two shares in [0, 1]: coverage, M over the IDF of
@@ -29,6 +30,7 @@ import math
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import combinations
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
@@ -46,11 +48,12 @@ PUBLIC_NAMESPACE = "public"  # how search results name the namespace of public s
 CANDIDATES = 100
 SCORE_ALL = 300  # when the candidate terms match at most this many rows, all are scored
 # Statistics are counted up to these caps, so a search does bounded work at any catalog size:
-# beyond ROWS_CAP rows the IDF is that of a ROWS_CAP-row catalog, and a term in DF_CAP or more
+# beyond ROWS_CAP rows the IDF is that of a ROWS_CAP-row sample, and a term in DF_CAP or more
 # of them is "common". Below the caps (the catalogs people read) every count is exact.
 ROWS_CAP = 500
 DF_CAP = 100
-RANK_POOL = 300  # at most about this many matches are ranked by the engine
+RANK_POOL = 300  # at most this many matches are ranked by the engine
+_PAIRED = 6  # rows holding two of the pool's first this many terms are ranked first
 FIELD_WEIGHTS = (
     ("name_terms", 1.0),
     ("tag_terms", 0.8),
@@ -138,9 +141,12 @@ async def _rows(session: AsyncSession, sql: str, where: _Where) -> Sequence[Any]
     return (await connection.exec_driver_sql(sql, dict(where.params))).all()
 
 
-def _pg_query(stems: Sequence[str], operator: str = "|") -> str:
-    terms = f" {operator} ".join(f"''{s}''" for s in stems)  # stems are letters and digits only
-    return f"to_tsquery('simple'::regconfig, '{terms}')"
+def _tsquery(text: str) -> str:
+    return f"to_tsquery('simple'::regconfig, '{text}')"
+
+
+def _pg_query(stems: Sequence[str]) -> str:
+    return _tsquery(" | ".join(f"''{s}''" for s in stems))  # stems are letters and digits only
 
 
 def _contains(dialect: str, stems: Sequence[str]) -> str:
@@ -160,8 +166,9 @@ def _bounded_count(where: str, cap: int) -> str:
 
 @dataclass(frozen=True)
 class Counts:
-    """What a request's scores rest on, over exactly the rows searched: how many rows there are
-    (up to `ROWS_CAP`) and how many hold each of the request's stems (each up to `DF_CAP`)."""
+    """What a request's scores rest on, over the rows searched: how many rows there are
+    (up to `ROWS_CAP`) and how many of those hold each of the request's stems (each up to
+    `DF_CAP`; see `frequencies_sql`)."""
 
     rows: int
     df: Mapping[str, int]
@@ -175,18 +182,46 @@ def request_stems(terms: Sequence[QueryTerm]) -> list[str]:
 def frequencies_sql(dialect: str, where: _Where, stems: Sequence[str]) -> str:
     """One SQL expression: how many rows of `where` hold each of `stems`, each counted up to
     `DF_CAP`, as text `n1,n2,...` in the order of `stems` (`read_frequencies` reads it). An
-    expression, so a caller's statement can carry it (the turn's catalog query does)."""
+    expression, so a caller's statement can carry it (the turn's catalog query does).
+
+    Counted in the first `ROWS_CAP` rows of `where` (the `n` of the scores): every row of the
+    catalogs people read, exact there, and a sample of a larger one, whose IDF is that of a
+    `ROWS_CAP`-row catalog anyway. Each sampled row's terms are tested once per stem: work
+    bounded by the sample, where counting through the engine's index read every row of the
+    whole table holding a stem (thousands for a common word) to count a hundred. A stem the
+    full sample misses is rare: it counts as in one row when any row of `where` holds it (an
+    index probe of its few rows), so it is still searched."""
+    sample = f"FROM skill_search WHERE {where.sql} LIMIT {ROWS_CAP}"
     if dialect == "postgresql":
-        # One counting subquery, run per stem: planned once, and the condition sent once.
-        stem_list = ", ".join(f"'{s}'" for s in stems)  # stems are letters and digits only
-        holds = "to_tsquery('simple'::regconfig, quote_literal(u.stem))"
-        per_stem = _bounded_count(f"({where.sql}) AND skill_search.document @@ {holds}", DF_CAP)
-        return (
-            f"(SELECT string_agg({per_stem}::text, ',' ORDER BY u.ord) "
-            f"FROM unnest(ARRAY[{stem_list}]::text[]) WITH ORDINALITY AS u(stem, ord))"
+        # The stems' counts in the sample, then per stem, a probe planned once for all stems.
+        counted = ", ".join(
+            f"count(*) FILTER (WHERE t.document @@ {_pg_query([s])})" for s in stems
         )
-    counts = [_bounded_count(f"({where.sql}) AND {_contains(dialect, [s])}", DF_CAP) for s in stems]
-    return _concat([part for count in counts for part in (count, "','")][:-1])
+        holds = "to_tsquery('simple'::regconfig, quote_literal(c.stem))"
+        probe = _bounded_count(f"({where.sql}) AND skill_search.document @@ {holds}", 1)
+        stem_list = ", ".join(f"'{s}'" for s in stems)  # stems are letters and digits only
+        return (
+            f"(SELECT string_agg((CASE WHEN c.n > 0 OR s.total < {ROWS_CAP} "
+            f"THEN least(c.n, {DF_CAP}) ELSE {probe} END)::text, ',' ORDER BY c.ord) "
+            f"FROM (SELECT count(*) AS total, ARRAY[{counted}] AS counts "
+            f"FROM (SELECT skill_search.document {sample}) AS t) AS s, "
+            f"unnest(ARRAY[{stem_list}]::text[], s.counts) WITH ORDINALITY AS c(stem, n, ord))"
+        )
+    tests = [
+        f"t.kind_id IN (SELECT rowid FROM skill_search_fts WHERE skill_search_fts MATCH '\"{s}\"')"
+        for s in stems
+    ]
+    counted = ", ".join(f"count(*) FILTER (WHERE {test}) AS c{i}" for i, test in enumerate(tests))
+    per_stem = [
+        f"CASE WHEN s.c{i} > 0 OR s.n < {ROWS_CAP} THEN min(s.c{i}, {DF_CAP}) "
+        f"ELSE {_bounded_count(f'({where.sql}) AND {_contains(dialect, [stem])}', 1)} END"
+        for i, stem in enumerate(stems)
+    ]
+    joined = _concat([part for count in per_stem for part in (count, "','")][:-1])
+    return (
+        f"(SELECT {joined} FROM (SELECT count(*) AS n, {counted} "
+        f"FROM (SELECT skill_search.kind_id {sample}) AS t) AS s)"
+    )
 
 
 def read_frequencies(stems: Sequence[str], value: object) -> dict[str, int]:
@@ -247,17 +282,19 @@ def _candidate_ids(dialect: str, where: str, stems: Sequence[str], *, ranked: bo
 
 def _pg_ranked_ids(where: str, stems: Sequence[str]) -> str:
     """The best `CANDIDATES` by `ts_rank` among at most `RANK_POOL` rows matching `stems`:
-    first the rows holding all of them, then those holding any. GIN finds the matches without
-    reading a row; ranking reads each row's `head`, so it is bounded like the counts are. The
-    pool's terms are each in at most `DF_CAP` rows by their counts, but a term counted `DF_CAP`
-    may be in thousands: a catalog of thousands of variants of a few skills ranked them all."""
-    rank = f"ts_rank('{_PG_WEIGHTS}'::float4[], skill_search.head, {_pg_query(stems)})"
-    tiers = [_pg_query(stems, "&"), _pg_query(stems)] if len(stems) > 1 else [_pg_query(stems)]
+    first the rows holding two of them or more, then those holding any. GIN finds the matches
+    without reading a row; ranking reads each row's `head`, so its rows are bounded like the
+    counts are: the stems of a large catalog may each be in thousands of rows."""
+    lexemes = [f"''{s}''" for s in stems]  # stems are letters and digits only
+    any_of = " | ".join(lexemes)
+    rank = f"ts_rank('{_PG_WEIGHTS}'::float4[], skill_search.head, {_tsquery(any_of)})"
+    pairs = " | ".join(f"({a} & {b})" for a, b in combinations(lexemes[:_PAIRED], 2))
+    tiers = [pairs, any_of] if pairs else [any_of]
     # A branch's rank is computed only for the rows it gives; the outer LIMIT stops the `any`
-    # branch as soon as the `all` one gave enough. A row in both counts once.
+    # branch as soon as the first gave enough. A row in both counts once.
     branches = " UNION ALL ".join(
         f"(SELECT kind_id, name, {rank} AS rank FROM skill_search "
-        f"WHERE ({where}) AND skill_search.head @@ {tier} LIMIT {RANK_POOL})"
+        f"WHERE ({where}) AND skill_search.head @@ {_tsquery(tier)} LIMIT {RANK_POOL})"
         for tier in tiers
     )
     return (
@@ -301,9 +338,7 @@ def _presence(dialect: str, stems: Sequence[str]) -> str:
     flag cost more to describe and convert than the scoring. Stems are letters and digits.
     Written short: the driver scans the statement's text for placeholders on every search."""
     find = "strpos" if dialect == "postgresql" else "instr"
-    tests = [
-        f"{find}(c.f{i},' {stem} ')>0" for i in range(len(FIELD_WEIGHTS)) for stem in stems
-    ]
+    tests = [f"{find}(c.f{i},' {stem} ')>0" for i in range(len(FIELD_WEIGHTS)) for stem in stems]
     if dialect == "postgresql":
         return f"array_to_string(ARRAY[{','.join(tests)}]::int[],'')"
     return _concat([f"({test})" for test in tests])  # SQLite: a comparison is 0 or 1
@@ -417,7 +452,9 @@ async def search(
         pool, ranked = present, False
     else:
         pool = _pool(present, df)
-        ranked = sum(df[s] for s in pool) > CANDIDATES
+        # From a sample of a larger catalog, the counts say how rare a term is, not how many
+        # rows hold it: the engine ranks.
+        ranked = n >= ROWS_CAP or sum(df[s] for s in pool) > CANDIDATES
     rows = await _candidates(session, dialect, where, pool, present, ranked=ranked)
     scorer = Scorer(terms, _term_weights(terms, df, n), present, n)
     scores: dict[str, float] = {}  # candidates often share their flags: score each once
