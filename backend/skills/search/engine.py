@@ -298,7 +298,8 @@ def _pg_ranked_ids(where: str, stems: Sequence[str]) -> str:
         for tier in tiers
     )
     return (
-        f"SELECT kind_id FROM ({branches} LIMIT {RANK_POOL}) AS pooled GROUP BY kind_id, name "
+        f"SELECT kind_id FROM (SELECT * FROM ({branches}) AS tiers LIMIT {RANK_POOL}) AS pooled "
+        "GROUP BY kind_id, name "
         f"ORDER BY max(rank) DESC, name LIMIT {CANDIDATES}"
     )
 

@@ -91,3 +91,7 @@ async def test_common_words_of_a_large_catalog_rank_a_bounded_set_of_its_own_ski
     assert len(hits) == 5
     assert all(h.namespace == "big" and h.name.startswith("notes-") for h in hits)
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    async with store.sessionmaker() as session:  # one word: ranked from one term's matches
+        hits = await search(session, source, "notes", limit=5, threshold=0)
+    assert len(hits) == 5
+    assert all(h.namespace == "big" and h.name.startswith("notes-") for h in hits)
