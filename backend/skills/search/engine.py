@@ -231,10 +231,10 @@ def read_frequencies(stems: Sequence[str], value: object) -> dict[str, int]:
 
 
 # Selected on PostgreSQL, keeps the plans of the rest of the transaction on the GIN indexes:
-# every step of a search then reads matches through them (exact: no tsvector is decoded to
-# count or find them); the planner would rather filter rows by owner and decode the tsvector
-# of each. For the rest of this transaction only (callers end it soon after). The statement
-# selecting it is planned before it runs: it sets the plans of the statements that follow.
+# the candidates of a search are then found through them (no tsvector is decoded to find
+# them); the planner would rather filter rows by owner and decode the tsvector of each. For
+# the rest of this transaction only (callers end it soon after). The statement selecting it
+# is planned before it runs: it sets the plans of the statements that follow, not its own.
 GIN_ONLY = (
     "concat(set_config('enable_seqscan', 'off', true), set_config('enable_indexscan', 'off', true))"
 )
@@ -244,8 +244,7 @@ async def _counts(
     session: AsyncSession, dialect: str, where: _Where, stems: Sequence[str]
 ) -> Counts:
     """The rows searched and the rows holding each stem, in one statement that on PostgreSQL
-    also keeps the search's next statement on the GIN indexes (`GIN_ONLY`; the counts find
-    their rows through GIN anyway: their stems are known only when they run)."""
+    also keeps the search's next statement on the GIN indexes (`GIN_ONLY`)."""
     columns = [frequencies_sql(dialect, where, stems), _bounded_count(where.sql, ROWS_CAP)]
     if dialect == "postgresql":
         columns.append(GIN_ONLY)
