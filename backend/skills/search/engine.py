@@ -1,14 +1,15 @@
 """Ranked skill search: the database's full-text engine finds candidates, one formula scores them.
 
 1. The request becomes terms (text.py): stems, stopwords out, each with its expansions.
-2. One query counts, over exactly the rows searched, how many there are and how many contain
-   each stem (GIN on PostgreSQL, FTS5 on SQLite): the IDF of each term.
+2. One query counts how many rows are searched and how many contain each stem: the IDF of each
+   term. Exact up to `ROWS_CAP` rows (every catalog people read); a larger catalog's counts are
+   those of a `ROWS_CAP`-row sample of it (`frequencies_sql`).
 3. One query fetches the rows matching the request's rarest terms (`RANK_POOL`): all of them
    when they are at most `SCORE_ALL` (every catalog people read), else the engine's best
    `CANDIDATES` by name, tags, "when to use" and description (PostgreSQL `ts_rank` over the
-   weighted `head` tsvector, SQLite `bm25` with column weights). Counts are bounded
-   (`ROWS_CAP`, `DF_CAP`), and so is the work at any catalog size. On PostgreSQL the planner is
-   kept to the GIN index, which answers without decoding a single tsvector.
+   weighted `head` tsvector of at most `RANK_POOL` matches, SQLite `bm25` with column
+   weights). Counts are bounded (`ROWS_CAP`, `DF_CAP`), and so is the work at any catalog
+   size. On PostgreSQL the planner is kept to the GIN index for finding matches.
 4. Each candidate's matched mass M sums, over the request's terms, the term's IDF times the
    weight of the best field holding it (`FIELD_WEIGHTS`; an expansion at `EXPANSION_WEIGHT` of
    that). Its score is the geometric mean of two shares in [0, 1]: coverage, M over the IDF of
@@ -24,10 +25,12 @@ Tenancy and the Ghost's selection are the SQL condition of selection.py, in both
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import combinations
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
@@ -45,11 +48,12 @@ PUBLIC_NAMESPACE = "public"  # how search results name the namespace of public s
 CANDIDATES = 100
 SCORE_ALL = 300  # when the candidate terms match at most this many rows, all are scored
 # Statistics are counted up to these caps, so a search does bounded work at any catalog size:
-# beyond ROWS_CAP rows the IDF is that of a ROWS_CAP-row catalog, and a term in DF_CAP or more
+# beyond ROWS_CAP rows the IDF is that of a ROWS_CAP-row sample, and a term in DF_CAP or more
 # of them is "common". Below the caps (the catalogs people read) every count is exact.
 ROWS_CAP = 500
 DF_CAP = 100
-RANK_POOL = 300  # at most about this many matches are ranked by the engine
+RANK_POOL = 300  # at most this many matches are ranked by the engine
+_PAIRED = 6  # rows holding two of the pool's first this many terms are ranked first
 FIELD_WEIGHTS = (
     ("name_terms", 1.0),
     ("tag_terms", 0.8),
@@ -86,7 +90,6 @@ class _Where:
 
     sql: str
     params: Mapping[str, Any]
-    percent: str  # how a literal `%` is written in this driver's SQL
 
 
 _DIALECTS: dict[str, Dialect] = {}
@@ -127,8 +130,7 @@ def where_sql(session: AsyncSession, source: SkillSource) -> _Where:
     )
     head, _, condition = compiled.string.partition("WHERE ")
     assert head.split() == ["SELECT", "1", "FROM", "skill_search"], compiled.string
-    percent = "%%" if dialect.paramstyle in ("format", "pyformat") else "%"
-    found = _WHERES[key] = _Where(condition, MappingProxyType(dict(compiled.params)), percent)
+    found = _WHERES[key] = _Where(condition, MappingProxyType(dict(compiled.params)))
     if len(_WHERES) > _WHERE_CACHE_SIZE:
         _WHERES.popitem(last=False)
     return found
@@ -139,9 +141,12 @@ async def _rows(session: AsyncSession, sql: str, where: _Where) -> Sequence[Any]
     return (await connection.exec_driver_sql(sql, dict(where.params))).all()
 
 
+def _tsquery(text: str) -> str:
+    return f"to_tsquery('simple'::regconfig, '{text}')"
+
+
 def _pg_query(stems: Sequence[str]) -> str:
-    terms = " | ".join(f"''{s}''" for s in stems)  # stems are letters and digits only
-    return f"to_tsquery('simple'::regconfig, '{terms}')"
+    return _tsquery(" | ".join(f"''{s}''" for s in stems))  # stems are letters and digits only
 
 
 def _contains(dialect: str, stems: Sequence[str]) -> str:
@@ -161,8 +166,9 @@ def _bounded_count(where: str, cap: int) -> str:
 
 @dataclass(frozen=True)
 class Counts:
-    """What a request's scores rest on, over exactly the rows searched: how many rows there are
-    (up to `ROWS_CAP`) and how many hold each of the request's stems (each up to `DF_CAP`)."""
+    """What a request's scores rest on, over the rows searched: how many rows there are
+    (up to `ROWS_CAP`) and how many of those hold each of the request's stems (each up to
+    `DF_CAP`; see `frequencies_sql`)."""
 
     rows: int
     df: Mapping[str, int]
@@ -176,18 +182,46 @@ def request_stems(terms: Sequence[QueryTerm]) -> list[str]:
 def frequencies_sql(dialect: str, where: _Where, stems: Sequence[str]) -> str:
     """One SQL expression: how many rows of `where` hold each of `stems`, each counted up to
     `DF_CAP`, as text `n1,n2,...` in the order of `stems` (`read_frequencies` reads it). An
-    expression, so a caller's statement can carry it (the turn's catalog query does)."""
+    expression, so a caller's statement can carry it (the turn's catalog query does).
+
+    Counted in the first `ROWS_CAP` rows of `where` (the `n` of the scores): every row of the
+    catalogs people read, exact there, and a sample of a larger one, whose IDF is that of a
+    `ROWS_CAP`-row catalog anyway. Each sampled row's terms are tested once per stem: work
+    bounded by the sample, where counting through the engine's index read every row of the
+    whole table holding a stem (thousands for a common word) to count a hundred. A stem the
+    full sample misses is rare: it counts as in one row when any row of `where` holds it (an
+    index probe of its few rows), so it is still searched."""
+    sample = f"FROM skill_search WHERE {where.sql} LIMIT {ROWS_CAP}"
     if dialect == "postgresql":
-        # One counting subquery, run per stem: planned once, and the condition sent once.
-        stem_list = ", ".join(f"'{s}'" for s in stems)  # stems are letters and digits only
-        holds = "to_tsquery('simple'::regconfig, quote_literal(u.stem))"
-        per_stem = _bounded_count(f"({where.sql}) AND skill_search.document @@ {holds}", DF_CAP)
-        return (
-            f"(SELECT string_agg({per_stem}::text, ',' ORDER BY u.ord) "
-            f"FROM unnest(ARRAY[{stem_list}]::text[]) WITH ORDINALITY AS u(stem, ord))"
+        # The stems' counts in the sample, then per stem, a probe planned once for all stems.
+        counted = ", ".join(
+            f"count(*) FILTER (WHERE t.document @@ {_pg_query([s])})" for s in stems
         )
-    counts = [_bounded_count(f"({where.sql}) AND {_contains(dialect, [s])}", DF_CAP) for s in stems]
-    return _concat([part for count in counts for part in (count, "','")][:-1])
+        holds = "to_tsquery('simple'::regconfig, quote_literal(c.stem))"
+        probe = _bounded_count(f"({where.sql}) AND skill_search.document @@ {holds}", 1)
+        stem_list = ", ".join(f"'{s}'" for s in stems)  # stems are letters and digits only
+        return (
+            f"(SELECT string_agg((CASE WHEN c.n > 0 OR s.total < {ROWS_CAP} "
+            f"THEN least(c.n, {DF_CAP}) ELSE {probe} END)::text, ',' ORDER BY c.ord) "
+            f"FROM (SELECT count(*) AS total, ARRAY[{counted}] AS counts "
+            f"FROM (SELECT skill_search.document {sample}) AS t) AS s, "
+            f"unnest(ARRAY[{stem_list}]::text[], s.counts) WITH ORDINALITY AS c(stem, n, ord))"
+        )
+    tests = [
+        f"t.kind_id IN (SELECT rowid FROM skill_search_fts WHERE skill_search_fts MATCH '\"{s}\"')"
+        for s in stems
+    ]
+    counted = ", ".join(f"count(*) FILTER (WHERE {test}) AS c{i}" for i, test in enumerate(tests))
+    per_stem = [
+        f"CASE WHEN s.c{i} > 0 OR s.n < {ROWS_CAP} THEN min(s.c{i}, {DF_CAP}) "
+        f"ELSE {_bounded_count(f'({where.sql}) AND {_contains(dialect, [stem])}', 1)} END"
+        for i, stem in enumerate(stems)
+    ]
+    joined = _concat([part for count in per_stem for part in (count, "','")][:-1])
+    return (
+        f"(SELECT {joined} FROM (SELECT count(*) AS n, {counted} "
+        f"FROM (SELECT skill_search.kind_id {sample}) AS t) AS s)"
+    )
 
 
 def read_frequencies(stems: Sequence[str], value: object) -> dict[str, int]:
@@ -197,10 +231,10 @@ def read_frequencies(stems: Sequence[str], value: object) -> dict[str, int]:
 
 
 # Selected on PostgreSQL, keeps the plans of the rest of the transaction on the GIN indexes:
-# every step of a search then reads matches through them (exact: no tsvector is decoded to
-# count or find them); the planner would rather filter rows by owner and decode the tsvector
-# of each. For the rest of this transaction only (callers end it soon after). The statement
-# selecting it is planned before it runs: it sets the plans of the statements that follow.
+# the candidates of a search are then found through them (no tsvector is decoded to find
+# them); the planner would rather filter rows by owner and decode the tsvector of each. For
+# the rest of this transaction only (callers end it soon after). The statement selecting it
+# is planned before it runs: it sets the plans of the statements that follow, not its own.
 GIN_ONLY = (
     "concat(set_config('enable_seqscan', 'off', true), set_config('enable_indexscan', 'off', true))"
 )
@@ -210,8 +244,7 @@ async def _counts(
     session: AsyncSession, dialect: str, where: _Where, stems: Sequence[str]
 ) -> Counts:
     """The rows searched and the rows holding each stem, in one statement that on PostgreSQL
-    also keeps the search's next statement on the GIN indexes (`GIN_ONLY`; the counts find
-    their rows through GIN anyway: their stems are known only when they run)."""
+    also keeps the search's next statement on the GIN indexes (`GIN_ONLY`)."""
     columns = [frequencies_sql(dialect, where, stems), _bounded_count(where.sql, ROWS_CAP)]
     if dialect == "postgresql":
         columns.append(GIN_ONLY)
@@ -236,18 +269,37 @@ def _candidate_ids(dialect: str, where: str, stems: Sequence[str], *, ranked: bo
             f"LIMIT {SCORE_ALL}"
         )
     if dialect == "postgresql":
-        query = _pg_query(stems)
-        rank = f"ts_rank('{_PG_WEIGHTS}'::float4[], skill_search.head, {query})"
-        return (
-            f"SELECT kind_id FROM skill_search WHERE ({where}) AND skill_search.head @@ {query} "
-            f"ORDER BY {rank} DESC, skill_search.name LIMIT {CANDIDATES}"
-        )
+        return _pg_ranked_ids(where, stems)
     return (
         "SELECT skill_search.kind_id FROM skill_search JOIN (SELECT rowid AS rid, "
         f"bm25(skill_search_fts, {_FTS_WEIGHTS}) AS rank FROM skill_search_fts "
         f"WHERE skill_search_fts MATCH '{_fts_match(stems, head=True)}') AS found "
         f"ON found.rid = skill_search.kind_id WHERE {where} "
         f"ORDER BY found.rank, skill_search.name LIMIT {CANDIDATES}"
+    )
+
+
+def _pg_ranked_ids(where: str, stems: Sequence[str]) -> str:
+    """The best `CANDIDATES` by `ts_rank` among at most `RANK_POOL` rows matching `stems`:
+    first the rows holding two of them or more, then those holding any. GIN finds the matches
+    without reading a row; ranking reads each row's `head`, so its rows are bounded like the
+    counts are: the stems of a large catalog may each be in thousands of rows."""
+    lexemes = [f"''{s}''" for s in stems]  # stems are letters and digits only
+    any_of = " | ".join(lexemes)
+    rank = f"ts_rank('{_PG_WEIGHTS}'::float4[], skill_search.head, {_tsquery(any_of)})"
+    pairs = " | ".join(f"({a} & {b})" for a, b in combinations(lexemes[:_PAIRED], 2))
+    tiers = [pairs, any_of] if pairs else [any_of]
+    # A branch's rank is computed only for the rows it gives; the outer LIMIT stops the `any`
+    # branch as soon as the first gave enough. A row in both counts once.
+    branches = " UNION ALL ".join(
+        f"(SELECT kind_id, name, {rank} AS rank FROM skill_search "
+        f"WHERE ({where}) AND skill_search.head @@ {_tsquery(tier)} LIMIT {RANK_POOL})"
+        for tier in tiers
+    )
+    return (
+        f"SELECT kind_id FROM (SELECT * FROM ({branches}) AS tiers LIMIT {RANK_POOL}) AS pooled "
+        "GROUP BY kind_id, name "
+        f"ORDER BY max(rank) DESC, name LIMIT {CANDIDATES}"
     )
 
 
@@ -273,24 +325,23 @@ async def _candidates(
     fence = " OFFSET 0" if dialect == "postgresql" else ""
     stmt = (
         f"SELECT kind_id, user_id, namespace, name, description, "
-        f"{_presence(scored, where.percent)} AS flags FROM (SELECT kind_id, user_id, namespace, "
+        f"{_presence(dialect, scored)} AS flags FROM (SELECT kind_id, user_id, namespace, "
         f"name, description, {padded} FROM skill_search WHERE kind_id IN ({ids}){fence}) AS c"
     )
     return await _rows(session, stmt, where)
 
 
-def _presence(stems: Sequence[str], percent: str) -> str:
+def _presence(dialect: str, stems: Sequence[str]) -> str:
     """Whether each term field holds each stem, field by field, as one string of `0` and `1`:
     what scoring needs, computed where the rows are. Fetching the fields instead moved
     kilobytes of body terms per candidate to Python to test a handful of words; one column per
-    flag cost more to describe and convert than the scoring. Stems are letters and digits."""
-    return _concat(
-        [
-            f"CASE WHEN c.f{i} LIKE '{percent} {stem} {percent}' THEN '1' ELSE '0' END"
-            for i in range(len(FIELD_WEIGHTS))
-            for stem in stems
-        ]
-    )
+    flag cost more to describe and convert than the scoring. Stems are letters and digits.
+    Written short: the driver scans the statement's text for placeholders on every search."""
+    find = "strpos" if dialect == "postgresql" else "instr"
+    tests = [f"{find}(c.f{i},' {stem} ')>0" for i in range(len(FIELD_WEIGHTS)) for stem in stems]
+    if dialect == "postgresql":
+        return f"array_to_string(ARRAY[{','.join(tests)}]::int[],'')"
+    return _concat([f"({test})" for test in tests])  # SQLite: a comparison is 0 or 1
 
 
 def _concat(parts: Sequence[str]) -> str:
@@ -401,18 +452,24 @@ async def search(
         pool, ranked = present, False
     else:
         pool = _pool(present, df)
-        ranked = sum(df[s] for s in pool) > CANDIDATES
+        # From a sample of a larger catalog, the counts say how rare a term is, not how many
+        # rows hold it: the engine ranks.
+        ranked = n >= ROWS_CAP or sum(df[s] for s in pool) > CANDIDATES
     rows = await _candidates(session, dialect, where, pool, present, ranked=ranked)
     scorer = Scorer(terms, _term_weights(terms, df, n), present, n)
-    hits = []
-    for row in rows:
-        value = round(scorer.score(row.flags), 4)
+    scores: dict[str, float] = {}  # candidates often share their flags: score each once
+    found = []
+    # Rows unpacked, not read by attribute: that costs a microsecond a read, per candidate.
+    for kind_id, user_id, namespace, name, description, flags in rows:
+        value = scores.get(flags)
+        if value is None:
+            value = scores[flags] = round(scorer.score(flags), 4)
         if value >= threshold:
-            namespace = PUBLIC_NAMESPACE if row.user_id == SYSTEM_USER_ID else row.namespace
-            hits.append(
-                SearchHit(row.kind_id, row.user_id, namespace, row.name, row.description, value)
-            )
-    hits.sort(key=lambda h: (-h.score, h.name, h.namespace, h.kind_id))
+            shown = PUBLIC_NAMESPACE if user_id == SYSTEM_USER_ID else namespace
+            found.append((-value, name, shown, kind_id, user_id, description))
+    # Best first: by score, then name, namespace and id (unique, so nothing after is compared).
+    best = heapq.nsmallest(limit if rerank is None else max(limit, rerank.candidates), found)
+    hits = [SearchHit(k, u, ns, name, d, -negative) for negative, name, ns, k, u, d in best]
     if rerank is not None:
-        return (await rerank.rerank(query, hits[: max(limit, rerank.candidates)]))[:limit]
-    return hits[:limit]
+        return (await rerank.rerank(query, hits))[:limit]
+    return hits
