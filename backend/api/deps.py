@@ -21,7 +21,11 @@ from backend.kinds.cursor import MAX_ID
 _bearer_scheme = HTTPBearer(auto_error=False, description="API token: `Bearer shk_...`")
 
 
-def get_settings_dep(request: Request) -> Settings:
+# The dependencies below are `async def` though they do not await: FastAPI runs a plain `def`
+# dependency on its thread pool, a thread round trip per request for an attribute read.
+
+
+async def get_settings_dep(request: Request) -> Settings:
     settings: Settings = request.app.state.settings
     return settings
 
@@ -31,12 +35,12 @@ async def get_session(request: Request) -> AsyncIterator[AsyncSession]:
         yield session
 
 
-def get_chat(request: Request) -> ChatRuntime:
+async def get_chat(request: Request) -> ChatRuntime:
     runtime: ChatRuntime = request.app.state.chat
     return runtime
 
 
-def get_transport(chat: Annotated[ChatRuntime, Depends(get_chat)]) -> TurnTransport:
+async def get_transport(chat: Annotated[ChatRuntime, Depends(get_chat)]) -> TurnTransport:
     return chat.transport
 
 
