@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import Integer, and_, bindparam, case, func, or_, select, update
+from sqlalchemy import Integer, Table, and_, bindparam, case, func, insert, or_, select, update
 from sqlalchemy.engine import CursorResult
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -39,6 +39,13 @@ _TOUCH = (
         ),
     )
     .execution_options(synchronize_session=False)  # no conversation is loaded here
+)
+# Core, not the ORM's unit of work: the send needs only the new id.
+_MESSAGES = cast(Table, Message.__table__)
+_ADD_USER_MESSAGE = (
+    insert(_MESSAGES)
+    .values(conversation_id=bindparam("cid"), role="user", content=bindparam("content"))
+    .returning(_MESSAGES.c.id)
 )
 # A turn's conversation, its owner and their quota overrides, with the message window: one
 # query (the outer join still yields the owner when no message matches).
@@ -151,8 +158,8 @@ async def delete(session: AsyncSession, user_id: int, conversation_id: str) -> N
 
 async def add_user_message(
     session: AsyncSession, user_id: int, conversation_id: str, content: str
-) -> Message:
-    """Store a user message in the user's conversation (404 otherwise); a conversation still
+) -> int:
+    """Store a user message in the user's conversation (404 otherwise), its id; a conversation still
     called `DEFAULT_TITLE` is named after it. One UPDATE does the ownership check, the touch and
     the naming, so no read of the conversation precedes the write."""
     title = " ".join(content.split())[:TITLE_CHARS]
@@ -160,10 +167,8 @@ async def add_user_message(
     touched: CursorResult[Any] = await session.execute(_TOUCH, params)  # type: ignore[assignment]
     if touched.rowcount == 0:  # deleted meanwhile, or never the user's
         raise NotFound("conversation not found", code="conversation_not_found")
-    message = Message(conversation_id=conversation_id, role="user", content=content)
-    session.add(message)
-    await session.flush()
-    return message
+    added = await session.execute(_ADD_USER_MESSAGE, {"cid": conversation_id, "content": content})
+    return int(added.scalar_one())
 
 
 async def add_reply(
