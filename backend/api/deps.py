@@ -22,7 +22,11 @@ from backend.skills.importing.slots import ImportSlots
 _bearer_scheme = HTTPBearer(auto_error=False, description="API token: `Bearer shk_...`")
 
 
-def get_settings_dep(request: Request) -> Settings:
+# The dependencies below are `async def` though they do not await: FastAPI runs a plain `def`
+# dependency on its thread pool, a thread round trip per request for an attribute read.
+
+
+async def get_settings_dep(request: Request) -> Settings:
     settings: Settings = request.app.state.settings
     return settings
 
@@ -32,17 +36,17 @@ async def get_session(request: Request) -> AsyncIterator[AsyncSession]:
         yield session
 
 
-def get_chat(request: Request) -> ChatRuntime:
+async def get_chat(request: Request) -> ChatRuntime:
     runtime: ChatRuntime = request.app.state.chat
     return runtime
 
 
-def get_import_slots(request: Request) -> ImportSlots:
+async def get_import_slots(request: Request) -> ImportSlots:
     slots: ImportSlots = request.app.state.import_slots
     return slots
 
 
-def get_transport(chat: Annotated[ChatRuntime, Depends(get_chat)]) -> TurnTransport:
+async def get_transport(chat: Annotated[ChatRuntime, Depends(get_chat)]) -> TurnTransport:
     return chat.transport
 
 

@@ -168,45 +168,73 @@ class _Catalog:
     fits: bool  # the full catalog fits the budget
     secrets: bool  # a skill names a user secret in its MCP servers
     counts: Counts | None  # when it does not fit: the statistics of the search for the message
+    rows: list[Any]  # when it fits: its entries (`_ENTRY_COLUMNS`), by name
 
 
-async def _catalog_size(
+@dataclass(frozen=True)
+class _Entry:
+    """A catalog row, as `select(*_ENTRY_COLUMNS)` gives it."""
+
+    kind_id: int
+    user_id: int
+    name: str
+    description: str
+    sha256: str
+
+
+_ENTRY_SQL = ", ".join(f"sizes.{c.key}" for c in _ENTRY_COLUMNS)
+
+
+async def _catalog(
     session: AsyncSession, source: GhostSkills, budget_tokens: int, stems: Sequence[str]
 ) -> _Catalog:
     """Whether the full catalog fits the budget, whether a skill names a user secret, and when
-    it does not fit, the counts of the search for the message (`stems`), in one query that
-    reads at most as many rows as the budget could hold or search counts. The counts are
-    made only when the catalog does not fit (a CASE branch the database never enters
-    otherwise). On PostgreSQL it also sets the plans for the search that follows."""
+    it fits its entries, else the counts of the search for the message (`stems`), in one
+    query that reads at most as many rows as the budget could hold or search counts. The
+    entries join only when it fits, the counts are made only when it does not (a CASE branch
+    the database never enters otherwise). On PostgreSQL it also sets the plans for the search
+    that follows."""
     dialect = session.get_bind().dialect.name
     where = where_sql(session, source)
     budget_chars = budget_tokens * CHARS_PER_TOKEN
     most = budget_chars // _MIN_ENTRY_CHARS
     read = max(most + 1, ROWS_CAP)
     total = "coalesce(sum(sizes.chars), 0)"
+    fits = f"count(*) <= {most} AND {total} <= {budget_chars}"
     columns = [
-        "count(*)",
-        total,
+        "count(*) AS n",
+        f"{total} AS total",
         f"EXISTS (SELECT 1 FROM skill_search WHERE ({where.sql}) "
-        "AND skill_search.uses_secrets IS true)",
+        "AND skill_search.uses_secrets IS true) AS secrets",
+        f"CASE WHEN {fits} THEN 1 ELSE 0 END AS fits",
     ]
     if stems:
         frequencies = frequencies_sql(dialect, where, stems)
-        columns.append(
-            f"CASE WHEN count(*) > {most} OR {total} > {budget_chars} THEN {frequencies} END"
-        )
+        columns.append(f"CASE WHEN NOT ({fits}) THEN {frequencies} END AS df")
     if dialect == "postgresql":
-        columns.append(GIN_ONLY)
-    sizes = f"SELECT skill_search.catalog_chars AS chars FROM skill_search WHERE {where.sql}"
-    sql = f"SELECT {', '.join(columns)} FROM ({sizes} LIMIT {read}) AS sizes"
+        columns.append(f"{GIN_ONLY} AS gin")
+    entries = ", ".join(c.key for c in _ENTRY_COLUMNS)
+    # Every row of the selection when it fits (then fewer than `read`: the LIMIT cuts none).
+    sizes = (
+        f"SELECT {entries}, skill_search.catalog_chars AS chars FROM skill_search "
+        f"WHERE {where.sql} LIMIT {read}"
+    )
+    sql = (
+        f"WITH sizes AS ({sizes}), size AS (SELECT {', '.join(columns)} FROM sizes) "
+        f"SELECT size.n, size.total, size.secrets, {'size.df' if stems else 'NULL'}, "
+        f"{_ENTRY_SQL} FROM size LEFT JOIN sizes ON size.fits = 1 ORDER BY sizes.name"
+    )
     connection = await session.connection()
-    row: Any = (await connection.exec_driver_sql(sql, dict(where.params))).one()
-    count, chars, secrets = int(row[0]), int(row[1]), bool(row[2])
-    fits = count <= most and chars <= budget_chars
+    found: Any = (await connection.exec_driver_sql(sql, dict(where.params))).all()
+    head = found[0]
+    count, chars, secrets = int(head[0]), int(head[1]), bool(head[2])
+    fits_budget = count <= most and chars <= budget_chars
     counts = None
-    if not fits and stems:
-        counts = Counts(min(count, ROWS_CAP), read_frequencies(stems, row[3]))
-    return _Catalog(fits, secrets, counts)
+    if not fits_budget and stems:
+        counts = Counts(min(count, ROWS_CAP), read_frequencies(stems, head[3]))
+    width = len(_ENTRY_COLUMNS)
+    rows = [_Entry(*r[4 : 4 + width]) for r in found if fits_budget and r[4] is not None]
+    return _Catalog(fits_budget, secrets, counts, rows)
 
 
 async def _specs(
@@ -249,11 +277,9 @@ async def turn_skills(
     pins = pins or {}
     used: dict[str, UsedVersion] = {}
     where = source.condition()
-    size = await _catalog_size(session, source, budget_tokens, request_stems(query_terms(message)))
+    size = await _catalog(session, source, budget_tokens, request_stems(query_terms(message)))
     if size.fits:
-        rows = (
-            await session.execute(select(*_ENTRY_COLUMNS).where(where).order_by(SkillSearch.name))
-        ).all()
+        rows = size.rows
         started = [r for r in rows if r.name in set(wanted)]
         specs = await _specs(session, cache, started, pins, used)
         pinned = await _pinned_descriptions(session, cache, rows, pins)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import Integer, and_, bindparam, case, func, or_, select, update
+from sqlalchemy import Integer, Table, and_, bindparam, case, func, insert, or_, select, update
 from sqlalchemy.engine import CursorResult
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -40,27 +40,45 @@ _TOUCH = (
     )
     .execution_options(synchronize_session=False)  # no conversation is loaded here
 )
-_WINDOW = (
-    select(Message)
-    .where(
-        Message.conversation_id == bindparam("cid"),
-        or_(Message.id <= bindparam("mid"), Message.reply_to == bindparam("mid")),
-    )
-    .order_by(Message.id.desc())
-    .limit(bindparam("rows", type_=Integer))
+# Core, not the ORM's unit of work: the send needs only the new id.
+_MESSAGES = cast(Table, Message.__table__)
+_ADD_USER_MESSAGE = (
+    insert(_MESSAGES)
+    .values(conversation_id=bindparam("cid"), role="user", content=bindparam("content"))
+    .returning(_MESSAGES.c.id)
 )
-_WITH_OWNER = (
-    select(Conversation, User, UserQuota.limits)
+# A turn's conversation, its owner and their quota overrides, with the message window: one
+# query (the outer join still yields the owner when no message matches).
+_WINDOW = (
+    select(Conversation, User, UserQuota.limits, Message)
     .join(User, User.id == Conversation.user_id)
     .outerjoin(UserQuota, UserQuota.user_id == User.id)
+    .outerjoin(
+        Message,
+        and_(
+            Message.conversation_id == Conversation.id,
+            or_(Message.id <= bindparam("mid"), Message.reply_to == bindparam("mid")),
+        ),
+    )
     .where(Conversation.id == bindparam("cid"))
+    .order_by(Message.id.desc())
+    .limit(bindparam("rows", type_=Integer))
 )
 
 
 @dataclass(frozen=True)
-class TurnWindow:
-    """What a turn for one user message needs from the message table, in one query."""
+class Owned:
+    conversation: Conversation
+    user: User
+    quota_overrides: dict[str, Any] | None  # the owner's `user_quotas.limits` (None: no row)
 
+
+@dataclass(frozen=True)
+class TurnWindow:
+    """What a turn for one user message needs from the conversation, its owner and the
+    message table, in one query."""
+
+    owned: Owned | None  # None: the conversation is gone
     user_message: Message | None
     reply: Message | None  # the stored answer, if this turn already ran
     history: list[Message]  # oldest first, at most `history` messages, before the user message
@@ -140,8 +158,8 @@ async def delete(session: AsyncSession, user_id: int, conversation_id: str) -> N
 
 async def add_user_message(
     session: AsyncSession, user_id: int, conversation_id: str, content: str
-) -> Message:
-    """Store a user message in the user's conversation (404 otherwise); a conversation still
+) -> int:
+    """Store a user message in the user's conversation (404 otherwise), its id; a conversation still
     called `DEFAULT_TITLE` is named after it. One UPDATE does the ownership check, the touch and
     the naming, so no read of the conversation precedes the write."""
     title = " ".join(content.split())[:TITLE_CHARS]
@@ -149,10 +167,8 @@ async def add_user_message(
     touched: CursorResult[Any] = await session.execute(_TOUCH, params)  # type: ignore[assignment]
     if touched.rowcount == 0:  # deleted meanwhile, or never the user's
         raise NotFound("conversation not found", code="conversation_not_found")
-    message = Message(conversation_id=conversation_id, role="user", content=content)
-    session.add(message)
-    await session.flush()
-    return message
+    added = await session.execute(_ADD_USER_MESSAGE, {"cid": conversation_id, "content": content})
+    return int(added.scalar_one())
 
 
 async def add_reply(
@@ -194,10 +210,13 @@ async def add_reply(
 async def turn_window(
     session: AsyncSession, conversation_id: str, message_id: int, *, history: int = 100
 ) -> TurnWindow:
-    """The newest `history` messages before `message_id`; older ones only count for turn
-    indices."""
+    """The conversation with its owner (no owner filter: for the turn runner, which acts on a
+    conversation a user already owns) and the newest `history` messages before
+    `message_id`; older ones only count for turn indices."""
     params = {"cid": conversation_id, "mid": message_id, "rows": history + 2}
-    rows = list(await session.scalars(_WINDOW, params))
+    found = (await session.execute(_WINDOW, params)).all()
+    owned = Owned(found[0][0], found[0][1], found[0][2]) if found else None
+    rows: list[Message] = [row[3] for row in found if row[3] is not None]
     reply = next((m for m in rows if m.reply_to == message_id), None)
     user_message = next((m for m in rows if m.id == message_id), None)
     window = [m for m in rows if m.id < message_id][:history]
@@ -216,24 +235,7 @@ async def turn_window(
             )
             or 0
         )
-    return TurnWindow(user_message, reply, window, before)
-
-
-@dataclass(frozen=True)
-class Owned:
-    conversation: Conversation
-    user: User
-    quota_overrides: dict[str, Any] | None  # the owner's `user_quotas.limits` (None: no row)
-
-
-async def with_owner(session: AsyncSession, conversation_id: str) -> Owned:
-    """No owner filter: for the turn runner, which acts on a conversation a user already owns.
-    The owner's quota overrides come in the same query (a turn needs its token limit)."""
-    row = (await session.execute(_WITH_OWNER, {"cid": conversation_id})).first()
-    if row is None:
-        raise NotFound("conversation not found", code="conversation_not_found")
-    conversation, user, overrides = row
-    return Owned(conversation, user, overrides)
+    return TurnWindow(owned, user_message, reply, window, before)
 
 
 async def messages_page(

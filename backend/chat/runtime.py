@@ -137,11 +137,11 @@ class ChatRuntime:
             async def store() -> int:  # runs with the conversation claimed
                 # Nothing is written if refused; the user's own limit when an admin set one.
                 await self.admission.admit(user_id, conversation_id, limits["concurrent_turns"])
-                message = await conversations.add_user_message(
+                message_id = await conversations.add_user_message(
                     session, user_id, conversation_id, content
                 )
                 await session.commit()
-                return message.id
+                return message_id
 
             with tracer.start_as_current_span("chat.send"):  # ops: the turn's trace starts here
                 try:

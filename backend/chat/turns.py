@@ -150,9 +150,9 @@ class TurnRunner:
             )
             if window.reply is not None:
                 return window.reply
-            if window.user_message is None:
+            if window.user_message is None or window.owned is None:
                 raise SkillhiveError("the user message is gone", code="message_not_found")
-            owned = await conversations.with_owner(session, conversation_id)
+            owned = window.owned
             conversation, user = owned.conversation, owned.user
             if not user.is_active:  # deactivated while the turn waited: none of its secrets
                 raise Unauthorized("user is deactivated", code="user_inactive")
@@ -180,7 +180,10 @@ class TurnRunner:
                 pins=pinned,
                 rerank=ranker_for(self.settings),
             )
-            before = await skill_versions.recorded(session, conversation_id)
+            # The recorded versions matter only for skills the turn starts with in full.
+            before = (
+                await skill_versions.recorded(session, conversation_id) if skills.versions else {}
+            )
             preloads = ghost.spec.preload_skills
             preloaded = await resolve_skills(session, ghost.owner, preloads) if preloads else []
             disabled = [s.metadata.name for s in preloaded if not s.status.enabled]

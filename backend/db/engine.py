@@ -15,6 +15,8 @@ from sqlalchemy.ext.asyncio import (
 )
 from sqlalchemy.pool import PoolResetState
 
+from backend.db.sqlite_driver import lean_dbapi
+
 _ASYNC_DRIVERS = {"postgresql": "postgresql+psycopg", "sqlite": "sqlite+aiosqlite"}
 _SYNC_DRIVERS = {"postgresql": "postgresql+psycopg", "sqlite": "sqlite"}
 
@@ -92,7 +94,10 @@ def create_engine(
     if target.get_backend_name() == "sqlite":
         in_memory = target.database in (None, "", ":memory:")  # one shared connection
         engine = create_async_engine(
-            target, pool_reset_on_return=None, **({} if in_memory else pool)
+            target,
+            module=lean_dbapi(),  # one trip to aiosqlite's thread per statement
+            pool_reset_on_return=None,
+            **({} if in_memory else pool),
         )
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas(busy_timeout))
         event.listen(engine.sync_engine, "reset", _sqlite_reset)

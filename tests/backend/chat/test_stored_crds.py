@@ -40,9 +40,9 @@ async def _ghost_with_mcp(client: httpx.AsyncClient, account: Account) -> str:
 
 async def _user_message(app: FastAPI, account: Account, cid: str) -> int:
     async with app.state.sessionmaker() as session:
-        message = await conversations.add_user_message(session, account.id, cid, "hello")
+        message_id = await conversations.add_user_message(session, account.id, cid, "hello")
         await session.commit()
-        return message.id
+        return message_id
 
 
 async def _corrupt(app: FastAPI, kind: str, name: str, **spec: Any) -> None:

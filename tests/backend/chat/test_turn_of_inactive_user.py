@@ -17,14 +17,14 @@ async def test_a_queued_turn_of_a_deactivated_user_fails_without_calling_the_mod
 ) -> None:
     cid = await chat.conversation(client)
     async with app.state.sessionmaker() as session:
-        message = await conversations.add_user_message(session, chat.account.id, cid, "queued")
+        message_id = await conversations.add_user_message(session, chat.account.id, cid, "queued")
         await session.execute(
             update(User).where(User.id == chat.account.id).values(is_active=False)
         )
         await session.commit()
     openai_server.script(Reply(text="must not be produced"))
 
-    reply = await app.state.chat.runner.run(cid, message.id)  # e.g. a worker's
+    reply = await app.state.chat.runner.run(cid, message_id)  # e.g. a worker's
     assert reply is not None and reply.status == "error"
     assert reply.error == {"code": "user_inactive", "message": "user is deactivated"}
     assert openai_server.requests == []  # the model, called with the user's key, never was
