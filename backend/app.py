@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -80,7 +81,11 @@ async def bootstrap_admin(
     log.info("bootstrap: created admin user 'admin' with the configured token")
 
 
+@functools.cache
 def _api_router() -> APIRouter:
+    """Built once per process: it depends on no setting, and FastAPI prepares every route of a
+    router (dependencies, response models) when it is included, which each app would repeat
+    for the API router's routes. An app including it prepares its own copies as before."""
     # Every API route authenticates, and reads the database.
     api = APIRouter(prefix=API_PREFIX, responses=errors(401, 503))
     api.include_router(skill_search.router)  # before the CRD trees: `/skills/search` is fixed

@@ -19,7 +19,7 @@ from tests.support.accounts import Account
 from tests.support.lifespan import running
 from tests.support.mcp_servers import fixture_http  # noqa: F401 (fixture: chat_shell and backend)
 from tests.support.openai_server import FakeOpenAIServer
-from tests.support.openapi import Contract
+from tests.support.openapi import Contract, documents_reused
 from tests.support.redis_server import redis_server  # noqa: F401 (fixture: backend and console)
 
 BACKENDS = ["sqlite", "postgresql"]
@@ -80,6 +80,12 @@ def _no_user_cli_config(tmp_path_factory: pytest.TempPathFactory) -> Iterator[No
     """The CLI's config file (`skillhive login`) is never the developer's own in tests."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("xdg-config")))
+        yield
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _openapi_documents_reused() -> Iterator[None]:
+    with documents_reused():
         yield
 
 
