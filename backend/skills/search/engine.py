@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import re
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -77,6 +78,9 @@ class SearchHit:
     name: str
     description: str
     score: float
+
+
+_SQL_SAFE_STEM = re.compile(r"[^\W_]+")  # what may be written into SQL as a literal
 
 
 def idf(df: int, n: int) -> float:
@@ -175,8 +179,15 @@ class Counts:
 
 
 def request_stems(terms: Sequence[QueryTerm]) -> list[str]:
-    """Every stem a search for `terms` counts and tests (the terms and their expansions)."""
-    return sorted({s for t in terms for s in t.all_stems})
+    """Every stem a search for `terms` counts and tests (the terms and their expansions).
+
+    Stems are written into the SQL as literals: the tokenizer yields letters and digits only,
+    and this checks it again, so a change there cannot open an injection."""
+    stems = sorted({s for t in terms for s in t.all_stems})
+    unsafe = [s for s in stems if not _SQL_SAFE_STEM.fullmatch(s)]
+    if unsafe:
+        raise ValueError(f"search stems must be letters and digits: {unsafe!r}")
+    return stems
 
 
 def frequencies_sql(dialect: str, where: _Where, stems: Sequence[str]) -> str:

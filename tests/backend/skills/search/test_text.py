@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
+from backend.skills.search.engine import request_stems
 from backend.skills.search.text import (
     EXPANSION_GROUPS,
+    QueryTerm,
     query_terms,
     skill_text,
     split_description,
@@ -86,3 +90,12 @@ def test_skill_fields_come_from_name_display_name_tags_description_and_body_star
     assert text.description.split() == ["draw", "chart"]
     assert "draw_chart" not in text.body and "draw" in text.body.split()
     assert "zebra" not in text.body.split()  # only the start of the body is indexed
+
+
+def test_only_letter_and_digit_stems_reach_the_sql() -> None:
+    hostile = "o'reilly'); DROP TABLE kinds;-- “quoted” naïve 東京"
+    stems = request_stems(query_terms(hostile))
+    assert stems and all(s.isalnum() for s in stems)  # the tokenizer split the quotes away
+    forged = QueryTerm("x'", frozenset())  # a stem the tokenizer cannot make: refused again
+    with pytest.raises(ValueError, match="letters and digits"):
+        request_stems([forged])
