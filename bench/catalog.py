@@ -141,9 +141,11 @@ async def ghost_turn(
     async with sessionmaker() as session:
         await ghosts.create(session, Scope(user_id, namespace), body, caller_id=user_id)
         conversation = await conversations.create(session, user_id, f"{namespace}/helper", "bench")
-        message = await conversations.add_user_message(session, user_id, conversation.id, MESSAGE)
+        message_id = await conversations.add_user_message(
+            session, user_id, conversation.id, MESSAGE
+        )
         await session.commit()
-        return conversation.id, message.id
+        return conversation.id, message_id
 
 
 async def tokens_per_call(
