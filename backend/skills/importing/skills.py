@@ -97,6 +97,12 @@ def _source(tree: FetchedTree, path: str) -> dict[str, Any]:
     return {"url": tree.url, "ref": tree.ref, "commit": tree.commit, "path": path}
 
 
+def _place(tree: FetchedTree, folder: str) -> tuple[str, str]:
+    """A skill folder's path in the source, and the folder's own name."""
+    full_path = posixpath.join(tree.path, folder) if folder else tree.path
+    return full_path, posixpath.basename(folder) or tree.root_name
+
+
 async def _import_one(
     session: AsyncSession,
     settings: Settings,
@@ -106,13 +112,12 @@ async def _import_one(
     actor: int | None,
 ) -> SkillResult:
     """One folder of an import: its refusal is reported in the answer, not raised."""
-    full_path = posixpath.join(tree.path, folder) if folder else tree.path
     try:
         return await _write_one(session, settings, scope, tree, folder, actor)
     except SkillhiveError as exc:
         await session.rollback()
-        name = posixpath.basename(folder) or tree.root_name
-        return SkillResult(name, full_path, "refused", exc.code, exc.message)
+        full_path, folder_name = _place(tree, folder)
+        return SkillResult(folder_name, full_path, "refused", exc.code, exc.message)
 
 
 async def _write_one(
@@ -123,11 +128,10 @@ async def _write_one(
     folder: str,
     actor: int | None,
 ) -> SkillResult:
-    full_path = posixpath.join(tree.path, folder) if folder else tree.path
     problem = folder_problem(tree, folder)
     if problem is not None:
         raise PackageError(ErrorCode(problem.code), problem.message, **problem.details)
-    folder_name = posixpath.basename(folder) or tree.root_name
+    full_path, folder_name = _place(tree, folder)
     data = await asyncio.to_thread(build_zip, folder_files(tree, folder), folder_name)
     done = await service.upsert(
         session, settings, scope, data, source=_source(tree, full_path), actor=actor
