@@ -1,9 +1,11 @@
 """Plugin storage: a `Plugin` row in `kinds` owning `Skill` rows named `<plugin>/<skill>`.
 
 An import reads and checks everything first (off the event loop), then writes every accepted
-plugin with its skills, their first versions and search rows in one transaction. A plugin that
-cannot be imported (name taken, a refused MCP server, a remote source without a fetcher, ...)
-is reported with its code; so is a skill a plugin cannot keep. Nothing is ever dropped silently.
+plugin with its skills, their versions and search rows in one transaction. Importing a plugin
+that exists updates it in place, as a skill import updates a skill: a version only for changed
+bytes. A plugin that cannot be imported (over quota, a refused MCP server, a remote source
+without a fetcher, dropping a skill a Ghost names, ...) is reported with its code; so is a skill
+a plugin cannot keep. Nothing is ever dropped silently.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import asyncio
 import json
 import posixpath
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from sqlalchemy import Text, cast, select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -27,9 +29,10 @@ from backend.egress import check_egress
 from backend.errors import Conflict, InvalidRequest, SkillhiveError
 from backend.ghosts import pins
 from backend.ghosts.pins import pinned_versions
+from backend.ghosts.references import release_skill
 from backend.kinds import store
 from backend.kinds.store import Scope
-from backend.ops.quotas import Limit, QuotaExceeded, check_stored
+from backend.ops.quotas import Limit, check_stored
 from backend.plugins.marketplace import Listing, RemoteFetcher, SharedBudget, listings
 from backend.plugins.reader import PluginDraft, read_plugin
 from backend.plugins.tree import MARKETPLACE, TreeFile, read_tree, rooted, subtree
@@ -38,6 +41,7 @@ from backend.skills.limits import ArchiveLimits
 from backend.skills.search.index import index_skill
 
 PLUGIN_LABEL = "skillhive.io/plugin"  # on each skill a plugin owns
+Result = Literal["created", "updated", "unchanged"]
 
 
 @dataclass
@@ -48,6 +52,9 @@ class Outcome:
     draft: PluginDraft | None = None
     error: SkillhiveError | None = None
     source: dict[str, Any] = field(default_factory=dict)
+    status: Result = "created"  # once written: or updated, unchanged (a re-import)
+    skills: dict[str, Result] = field(default_factory=dict)  # skill name -> what happened
+    removed: list[str] = field(default_factory=list)  # skills the new plugin no longer has
 
     def answer(self) -> dict[str, Any]:
         if self.draft is None:
@@ -64,15 +71,16 @@ class Outcome:
             {
                 "name": s.name,
                 "path": s.path,
-                "status": "created",
+                "status": self.skills.get(s.name, "created"),
                 "warnings": [w.model_dump() for w in s.warnings + list(s.package.warnings)],
             }
             for s in draft.skills
         ]
         skills += [{**r.answer(), "status": "refused"} for r in draft.refused_skills]
+        skills += [{"name": name, "status": "removed"} for name in self.removed]
         return {
             "name": draft.name,
-            "status": "created",
+            "status": self.status,
             "skills": skills,
             "commands": [c.name for c in draft.spec.commands],
             "mcpServers": sorted(draft.spec.mcp_servers),
@@ -140,9 +148,17 @@ async def _read_listing(
     return outcome
 
 
-def _skill_crd(draft: PluginDraft, index: int, scope: Scope) -> dict[str, Any]:
+def _skill_crd(
+    draft: PluginDraft, index: int, scope: Scope, *, kept: Kind | None = None
+) -> dict[str, Any]:
+    """The CRD of the plugin's skill `index`; `kept`, the stored row a re-import updates, keeps
+    its labels and `enabled` (they belong to the skill, not to a package)."""
     skill = draft.skills[index]
-    crd = skill.package.to_crd(namespace=scope.namespace, labels={PLUGIN_LABEL: draft.name})
+    labels, enabled = {PLUGIN_LABEL: draft.name}, True
+    if kept is not None:
+        labels = {**kept.json["metadata"].get("labels", {}), **labels}
+        enabled = kept.json["status"].get("enabled", True)
+    crd = skill.package.to_crd(namespace=scope.namespace, labels=labels, enabled=enabled)
     data = crd.model_dump(mode="json", exclude_none=True)
     data["metadata"]["name"] = skill.name
     data["status"]["warnings"] = [w.model_dump() for w in skill.warnings] + data["status"].get(
@@ -168,56 +184,117 @@ def _plugin_crd(draft: PluginDraft, scope: Scope, source: dict[str, Any]) -> dic
 async def _write(
     session: AsyncSession, settings: Settings, scope: Scope, outcome: Outcome, actor: int
 ) -> None:
+    """Create the plugin, or update it in place when it exists (a re-import).
+
+    Every refusal (quota, a dropped skill a Ghost uses) comes before this plugin's first write,
+    so a refused plugin leaves nothing behind while the others of a marketplace go on.
+    """
     draft = outcome.draft
     assert draft is not None
-    taken = await session.scalar(
-        select(Kind.id).where(
+    stored = await session.scalar(
+        select(Kind)
+        .where(
             Kind.kind == PLUGIN_KIND,
             Kind.user_id == scope.user_id,
             Kind.namespace == scope.namespace,
             Kind.name == draft.name,
         )
+        .with_for_update()  # concurrent re-imports of one plugin update one after the other
     )
-    if taken is not None:
-        outcome.draft, outcome.error = (
-            None,
-            Conflict(
-                f"plugin {draft.name!r} already exists in namespace {scope.namespace!r}; "
-                "delete it first to import it again",
-                code="plugin_exists",
-                details={"name": draft.name, "namespace": scope.namespace},
-            ),
-        )
-        return
-    adding: dict[Limit, int] = {
-        "skills": len(draft.skills),
-        "skill_bytes": sum(s.package.size for s in draft.skills),
-    }
+    owned = (
+        {}
+        if stored is None
+        else {r.name: r for r in await _owned_skills(session, scope, draft.name)}
+    )
     try:
-        await check_stored(session, settings, scope.user_id, adding)
-    except QuotaExceeded as exc:
+        await _admit(session, settings, scope, draft, owned)
+    except SkillhiveError as exc:
         outcome.draft, outcome.error = None, exc
         return
-    await store.insert(
-        session, PLUGIN_KIND, scope, draft.name, _plugin_crd(draft, scope, outcome.source)
-    )
+    crd = _plugin_crd(draft, scope, outcome.source)
+    if stored is None:
+        await store.insert(session, PLUGIN_KIND, scope, draft.name, crd)
+    elif (crd["spec"], crd["status"]) != (stored.json["spec"], stored.json["status"]):
+        await store.replace(session, stored, crd)
     for index, skill in enumerate(draft.skills):
-        row = await store.insert(
-            session, SKILL_KIND, scope, skill.name, _skill_crd(draft, index, scope)
+        outcome.skills[skill.name] = await _write_skill(
+            session, settings, scope, outcome, index, owned.get(skill.name), actor
         )
-        await versions.record(
-            session,
-            row.id,
-            row.json,
-            sha256=skill.package.sha256,
-            size=skill.package.size,
-            data=skill.data,
-            created_by=actor,
-            source={"type": "plugin", "plugin": draft.name, "path": skill.path},
-            retain=settings.skill_versions_retain,
-            pinned=await pinned_versions(session, scope, skill.name),  # none yet: a new skill
-        )
-        await index_skill(session, row)
+    outcome.removed = sorted(set(owned) - {s.name for s in draft.skills})
+    await _remove(session, [owned[name] for name in outcome.removed])
+    if stored is not None:
+        changed = outcome.removed or set(outcome.skills.values()) != {"unchanged"}
+        outcome.status = "updated" if changed or stored.json["spec"] != crd["spec"] else "unchanged"
+
+
+async def _admit(
+    session: AsyncSession,
+    settings: Settings,
+    scope: Scope,
+    draft: PluginDraft,
+    owned: dict[str, Kind],
+) -> None:
+    """Refuse a write over the user's quotas, or an update dropping a skill a Ghost names."""
+    for name in sorted(set(owned) - {s.name for s in draft.skills}):
+        await release_skill(session, scope, name, force=False)  # 409 `skill_referenced`
+    changed = [
+        s
+        for s in draft.skills
+        if s.name not in owned or owned[s.name].json["status"]["sha256"] != s.package.sha256
+    ]
+    adding: dict[Limit, int] = {
+        "skills": sum(s.name not in owned for s in changed),
+        "skill_bytes": sum(s.package.size for s in changed),
+    }
+    await check_stored(session, settings, scope.user_id, adding)
+
+
+async def _write_skill(
+    session: AsyncSession,
+    settings: Settings,
+    scope: Scope,
+    outcome: Outcome,
+    index: int,
+    row: Kind | None,
+    actor: int,
+) -> Result:
+    """One skill of the plugin: created, updated (a new version) or unchanged (same bytes)."""
+    draft = outcome.draft
+    assert draft is not None
+    skill = draft.skills[index]
+    crd = _skill_crd(draft, index, scope, kept=row)
+    if row is None:
+        row = await store.insert(session, SKILL_KIND, scope, skill.name, crd)
+        result: Result = "created"
+    elif row.json["status"]["sha256"] == skill.package.sha256:
+        return "unchanged"
+    else:
+        await store.replace(session, row, crd)
+        result = "updated"
+    await versions.record(
+        session,
+        row.id,
+        row.json,
+        sha256=skill.package.sha256,
+        size=skill.package.size,
+        data=skill.data,
+        created_by=actor,
+        source={"type": "plugin", "plugin": draft.name, "path": skill.path},
+        retain=settings.skill_versions_retain,
+        pinned=await pinned_versions(session, scope, skill.name),
+    )
+    await index_skill(session, row)
+    return result
+
+
+async def _remove(session: AsyncSession, skills: list[Kind]) -> None:
+    """Delete skills with their versions, and the bytes no other version uses."""
+    hashes: set[str] = set()
+    for skill in skills:
+        hashes |= await versions.hashes_of(session, skill.id)
+        await session.delete(skill)  # its versions and search row go with it (ON DELETE CASCADE)
+    await session.flush()
+    await versions.collect(session, hashes)
 
 
 async def _missing_secrets(session: AsyncSession, scope: Scope, names: set[str]) -> list[str]:
@@ -240,9 +317,11 @@ async def import_archive(
     actor: int,
     fetcher: RemoteFetcher | None = None,
 ) -> tuple[bool, dict[str, Any]]:
-    """Import a plugin or marketplace ZIP. Returns (anything created, the import answer).
+    """Import a plugin or marketplace ZIP. Returns (any plugin created, the import answer).
 
-    A single plugin that is refused raises its error (nothing else to report); a marketplace
+    A plugin that exists is updated in place: changed skills get a new version, new ones are
+    created, and the ones it no longer has are removed (refused while a Ghost names one). A
+    single plugin that is refused raises its error (nothing else to report); a marketplace
     answers for each plugin it lists.
     """
     tree, folder = await asyncio.to_thread(lambda: rooted(read_tree(data, _limits(settings))))
@@ -299,19 +378,20 @@ async def import_tree(
     if not marketplace and outcomes[0].error is not None:
         await session.rollback()
         raise outcomes[0].error
-    created = [o for o in outcomes if o.draft is not None]
-    secrets = {s for o in created for s in o.draft.spec.secrets}  # type: ignore[union-attr]
+    written = [o for o in outcomes if o.draft is not None]
+    secrets = {s for o in written for s in o.draft.spec.secrets}  # type: ignore[union-attr]
+    counts = {r: sum(o.status == r for o in written) for r in ("created", "updated", "unchanged")}
     answer = {
         "kind": "marketplace" if marketplace else "plugin",
-        "name": str(document.get("name") or "") if marketplace else created[0].draft.name,  # type: ignore[union-attr]
+        "name": str(document.get("name") or "") if marketplace else written[0].draft.name,  # type: ignore[union-attr]
         "plugins": [o.answer() for o in outcomes],
-        "created": len(created),
-        "refused": len(outcomes) - len(created),
+        **counts,
+        "refused": len(outcomes) - len(written),
         "secrets": sorted(secrets),
         "missingSecrets": await _missing_secrets(session, scope, secrets),
     }
     await session.commit()
-    return bool(created), answer
+    return bool(counts["created"]), answer
 
 
 def _json_document(tree: dict[str, TreeFile]) -> Any:
@@ -393,11 +473,7 @@ async def delete(session: AsyncSession, scope: Scope, name: str) -> None:
                 "others": len(ghosts) - len(visible),
             },
         )
-    hashes: set[str] = set()
-    for skill in await _owned_skills(session, scope, name):
-        hashes |= await versions.hashes_of(session, skill.id)
-        await session.delete(skill)
+    await _remove(session, await _owned_skills(session, scope, name))
     await session.delete(row)
     await session.flush()
-    await versions.collect(session, hashes)
     await session.commit()

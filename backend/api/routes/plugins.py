@@ -2,8 +2,8 @@
 
 A plugin is imported from a ZIP of a plugin folder or of a marketplace (the body as for a skill
 upload, the same limits and archive rules) or from a URL (`/import`, as skills are); the answer
-reports every plugin and skill. Deleting
-a plugin deletes the skills it owns.
+reports every plugin and skill. Importing a plugin again updates it in place (new versions for
+changed skills, removal of the ones it dropped). Deleting a plugin deletes the skills it owns.
 """
 
 # No `from __future__ import annotations`: FastAPI must see the Annotated aliases local to
@@ -49,10 +49,13 @@ class ImportAnswer(BaseModel):
     kind: str = Field(description="`plugin` or `marketplace`")
     name: str
     plugins: list[dict[str, Any]] = Field(
-        description="per plugin: `status` created or refused (with `code`), its skills (each "
-        "created with warnings, or refused with `code`), commands, MCP servers and secrets"
+        description="per plugin: `status` created, updated, unchanged or refused (with `code`); "
+        "its skills (each created, updated, unchanged or removed, with warnings, or refused with "
+        "`code`), commands, MCP servers and secrets"
     )
     created: int
+    updated: int = Field(description="plugins that existed and changed (a re-import)")
+    unchanged: int = Field(description="plugins that existed with the same skills and spec")
     refused: int
     secrets: list[str] = Field(description="secrets the imported MCP servers use")
     missing_secrets: list[str] = Field(alias="missingSecrets", description="of those, unset")
@@ -89,9 +92,9 @@ def _register(router: APIRouter, read_scope: ScopeDep, write_scope: ScopeDep, *,
         status_code=201,
         response_model=ImportAnswer,
         responses={
-            200: {"model": ImportAnswer, "description": "a marketplace of which nothing imported"},
+            200: {"model": ImportAnswer, "description": "no plugin created: updated or refused"},
             **crd_errors(
-                (409, "the plugin exists (`plugin_exists`)"),
+                (409, "the update drops a skill a Ghost names (`skill_referenced`)"),
                 413,
                 415,
                 422,
@@ -111,7 +114,9 @@ def _register(router: APIRouter, read_scope: ScopeDep, write_scope: ScopeDep, *,
         settings: SettingsDep,
         slots: ImportSlotsDep,
     ) -> JSONResponse:
-        """A plugin folder or a marketplace (`.claude-plugin/marketplace.json`) as a ZIP."""
+        """A plugin folder or a marketplace (`.claude-plugin/marketplace.json`) as a ZIP.
+
+        A plugin that exists is updated in place: 201 when a plugin was created, else 200."""
         data = await read_archive(request, ArchiveLimits.from_settings(settings))
         fetcher = getattr(request.app.state, "plugin_fetcher", None)
         async with slots.hold(user.id, wait_s=settings.import_timeout_seconds):  # body read
@@ -125,9 +130,9 @@ def _register(router: APIRouter, read_scope: ScopeDep, write_scope: ScopeDep, *,
         status_code=201,
         response_model=ImportAnswer,
         responses={
-            200: {"model": ImportAnswer, "description": "a marketplace of which nothing imported"},
+            200: {"model": ImportAnswer, "description": "no plugin created: updated or refused"},
             **crd_errors(
-                (409, "the plugin exists (`plugin_exists`)"),
+                (409, "the update drops a skill a Ghost names (`skill_referenced`)"),
                 *FETCH_ERRORS,
                 *((QUOTA_SKILLS,) if own else ()),
                 IMPORT_IN_PROGRESS,

@@ -253,6 +253,25 @@ async def stale_ghost(app: FastAPI, namespace: str, name: str) -> AsyncIterator[
             await session.commit()
 
 
+def bare_toolkit() -> bytes:
+    """The ui-toolkit plugin without its one skill."""
+    files = {p: t for p, t in TOOLKIT_FILES.items() if "/skills/" not in p}
+    return plugin_zip(files, "partner/ui-toolkit/")
+
+
+@asynccontextmanager
+async def naming_toolkit_skill(
+    c: httpx.AsyncClient, base: str, h: dict[str, str]
+) -> AsyncIterator[None]:
+    """A Ghost naming the ui-toolkit plugin's skill while the block runs."""
+    ghosts = base.replace("/plugins", "/ghosts")
+    expect(await c.post(ghosts, json=ghost("webber", skills=["ui-toolkit/web"]), headers=h), 201)
+    try:
+        yield
+    finally:
+        expect(await c.delete(f"{ghosts}/webber", headers=h), 204)
+
+
 async def _plugins(
     app: FastAPI, c: httpx.AsyncClient, base: str, writer: Account, other: Account
 ) -> None:
@@ -264,7 +283,9 @@ async def _plugins(
     nothing = build_zip({".claude-plugin/marketplace.json": json.dumps(remote_only)})
     expect(await c.post(base, content=plugin, headers={**h, **ZIP}), 201)
     expect(await c.post(base, content=nothing, headers={**h, **ZIP}), 200)
-    expect(await c.post(base, content=plugin, headers={**h, **ZIP}), 409)
+    expect(await c.post(base, content=plugin, headers={**h, **ZIP}), 200)  # unchanged
+    async with naming_toolkit_skill(c, base, h):  # an update dropping it: 409
+        expect(await c.post(base, content=bare_toolkit(), headers={**h, **ZIP}), 409)
     expect(await c.post(base, content=b"x", headers={**h, "Content-Type": "text/plain"}), 415)
     expect(await c.post(base, content=b"not a zip", headers={**h, **ZIP}), 422)
     expect(await c.post(base, **oversized(h, "application/zip")), 413)
@@ -310,7 +331,9 @@ async def _plugin_imports(
         server.files["/page"] = b"<html></html>"
         expect(await c.post(imp, json={"url": server.url("/p.zip")}, headers=h), 201)
         expect(await c.post(imp, json={"url": server.url("/m.zip")}, headers=h), 200)
-        expect(await c.post(imp, json={"url": server.url("/p.zip")}, headers=h), 409)
+        server.files["/bare.zip"] = bare_toolkit()
+        async with naming_toolkit_skill(c, base, h):
+            expect(await c.post(imp, json={"url": server.url("/bare.zip")}, headers=h), 409)
         expect(await c.post(imp, json={"url": server.url("/page")}, headers=h), 422)
         expect(await c.post(imp, json={"url": server.url("/gone.zip")}, headers=h), 502)
         saved = app.state.settings

@@ -156,14 +156,16 @@ async def test_a_ghost_naming_an_unknown_plugin_is_refused(
     assert refused.json()["error"]["details"]["plugins"] == ["sales"]
 
 
-async def test_a_single_plugin_folder_imports_and_a_second_import_is_a_conflict(
+async def test_a_single_plugin_folder_imports_and_a_second_import_updates_it_in_place(
     client: httpx.AsyncClient, alice: Account
 ) -> None:
     data = plugin_zip(SALES_FILES, "sales/")
     first = await post_zip(client, alice, data)
     assert first.status_code == 201, first.text
     assert first.json()["kind"] == "plugin" and first.json()["name"] == "sales"
-    assert_error(await post_zip(client, alice, data), 409, "plugin_exists")
+    again = await post_zip(client, alice, data)  # details: tests/backend/api/test_plugins_update
+    assert again.status_code == 200, again.text
+    assert again.json()["plugins"][0]["status"] == "unchanged"
 
 
 async def test_an_archive_without_a_plugin_is_refused(

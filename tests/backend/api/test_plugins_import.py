@@ -135,8 +135,20 @@ async def test_a_plugin_folder_imports_from_a_git_path_and_records_its_source(
         "commit": repo.head().decode(),
         "path": "partner/ui-toolkit",
     }
-    again = await import_url(client, alice, url, path="partner/ui-toolkit")
-    assert_error(again, 409, "plugin_exists")
+    same = await import_url(client, alice, url, path="partner/ui-toolkit")
+    assert same.status_code == 200, same.text
+    assert (same.json()["unchanged"], same.json()["created"]) == (1, 0)
+    web = TOOLKIT + "skills/web/SKILL.md"
+    changed = commit_files(
+        repo, {web: str(TOOLKIT_FILES[web]).replace("WEB-BODY", "WEB-V2")}, "web v2"
+    )
+
+    updated = await import_url(client, alice, url, path="partner/ui-toolkit")
+
+    assert updated.status_code == 200, updated.text
+    assert updated.json()["plugins"][0]["skills"][0]["status"] == "updated"
+    plugin = (await client.get(f"{PLUGINS}/ui-toolkit", headers=alice.headers)).json()
+    assert plugin["spec"]["source"]["commit"] == changed
 
 
 async def test_an_admin_imports_a_public_plugin_from_a_url(
