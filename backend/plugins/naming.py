@@ -11,6 +11,10 @@ import re
 from backend.crd.common import MAX_NAME_LENGTH
 
 SEPARATOR = "/"
+# The skills API's own words after a skill's name (`.../skills/<name>/versions`): a plugin's
+# skill with one of them as its name would read as that route of skill `<plugin>`
+# (backend/api/skill_names.py), so it is imported under a derived name.
+ROUTE_WORDS = frozenset({"files", "package", "rollback", "sync", "versions"})
 
 
 def derive(raw: str, *, plugin: str | None = None) -> str:
@@ -29,8 +33,10 @@ def full_name(plugin: str, skill: str) -> str:
 
 
 def fit(plugin: str, skill: str) -> str:
-    """`skill`, shortened so `<plugin>/<skill>` fits a stored name."""
+    """`skill`, shortened so `<plugin>/<skill>` fits a stored name, and never a route word."""
     room = MAX_NAME_LENGTH - len(plugin) - len(SEPARATOR)
+    if skill in ROUTE_WORDS:
+        skill = f"skill-{skill}"  # shortened, still not a route word
     return skill[:room].strip("-")
 
 

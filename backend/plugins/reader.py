@@ -171,12 +171,14 @@ def read_skill(
             )
         )
     skill = package.name
-    if naming.fit(plugin, skill) != skill:
-        short = naming.fit(plugin, skill)
-        warnings.append(
-            _warn("name_shortened", f"skill {skill!r} is named {short!r} to fit {plugin!r}/")
-        )
-        skill = short
+    fitted = naming.fit(plugin, skill)
+    if skill in naming.ROUTE_WORDS:
+        message = f"skill {skill!r} is a word of the skills API's routes; imported as {fitted!r}"
+        warnings.append(_warn("name_derived", message))
+    elif fitted != skill:
+        message = f"skill {skill!r} is named {fitted!r} to fit {plugin!r}/"
+        warnings.append(_warn("name_shortened", message))
+    skill = fitted
     return SkillDraft(naming.full_name(plugin, skill), folder, package, data, warnings)
 
 

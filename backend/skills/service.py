@@ -22,6 +22,7 @@ from backend.ghosts.references import release_skill
 from backend.kinds import store
 from backend.kinds.store import Scope
 from backend.ops.quotas import Limit, check_stored
+from backend.plugins import naming
 from backend.skills import versions
 from backend.skills.importing.tree import BuiltZip
 from backend.skills.limits import ArchiveLimits
@@ -46,6 +47,18 @@ def _crd(
 ) -> dict[str, Any]:
     crd = package.to_crd(namespace=scope.namespace, labels=labels, enabled=enabled)
     return crd.model_dump(mode="json", exclude_none=True)
+
+
+def _not_plugin_owned(name: str) -> None:
+    """A plugin's skill changes with its plugin: PUT and DELETE of it are 409 `plugin_owned`."""
+    if naming.is_plugin_skill(name):
+        plugin = name.split(naming.SEPARATOR, 1)[0]
+        raise Conflict(
+            f"skill {name!r} belongs to plugin {plugin!r}: import the plugin again to change "
+            "its skills, or delete the plugin",
+            code="plugin_owned",
+            details={"skill": name, "plugin": plugin},
+        )
 
 
 def how_to_replace(scope: Scope, name: str) -> str:
@@ -161,6 +174,7 @@ async def replace(
 ) -> dict[str, Any]:
     row = await store.get(session, SKILL_KIND, scope, name)
     store.check_version(row, expected_version)
+    _not_plugin_owned(name)
     package = await _read(data, settings, scope, strict=strict)
     if package.name != name:
         raise InvalidRequest(
@@ -294,6 +308,7 @@ async def patch(
 
 async def delete(session: AsyncSession, scope: Scope, name: str, *, force: bool = False) -> None:
     row = await store.get(session, SKILL_KIND, scope, name)
+    _not_plugin_owned(name)
     # Ghosts relying on the skill: 409 `skill_referenced`, or with `force` drop the references.
     await release_skill(session, scope, name, force=force)
     hashes = await versions.hashes_of(session, row.id)

@@ -29,17 +29,16 @@ _SPECS: dict[str, OpenAPI] = {}
 STREAMED = "text/event-stream"  # checked by status and content type; the body is left unread
 
 
-def _patterns(document: dict[str, Any]) -> dict[str, re.Pattern[str]]:
-    """Path template -> regex; a `{path}` parameter spans slashes (FastAPI's `{path:path}`)."""
-    patterns = {}
-    for template in document["paths"]:
-        parts = re.split(r"\{(\w+)\}", template)
-        regex = "".join(
-            re.escape(part) if i % 2 == 0 else f"(?P<{part}>{'.+' if part == 'path' else '[^/]+'})"
-            for i, part in enumerate(parts)
-        )
-        patterns[template] = re.compile(regex)
-    return patterns
+def _patterns(app: FastAPI, document: dict[str, Any]) -> dict[str, re.Pattern[str]]:
+    """Documented path template -> the app's own regex for it, path convertors included (a
+    `{path:path}` spans slashes, a `{name:skill}` may hold a plugin's `<plugin>/<skill>`)."""
+    routes = {
+        c.path_format: c.path_regex
+        for c in routing.iter_route_contexts(app.routes)
+        if isinstance(c.original_route, routing.APIRoute)
+    }
+    assert set(document["paths"]) <= set(routes), set(document["paths"]) - set(routes)
+    return {template: routes[template] for template in document["paths"]}
 
 
 # What `fastapi.openapi.utils.get_openapi` reads of one API route (the rest derives from these).
@@ -111,12 +110,12 @@ class Contract:
 
     @cached_property
     def _patterns(self) -> dict[str, re.Pattern[str]]:
-        return _patterns(self.document)
+        return _patterns(self.app, self.document)
 
     def route(self, method: str, path: str) -> tuple[str, dict[str, Any]] | None:
         """The documented route template a request matches, and its path parameters."""
         for template, pattern in self._patterns.items():
-            match = pattern.fullmatch(path)
+            match = pattern.match(path)
             if match and method.lower() in self.document["paths"][template]:
                 return template, match.groupdict()
         return None  # not an API route: the router's own 404/405, the docs, Socket.IO

@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field
 
 from backend.api.deps import CurrentUser, ImportSlotsDep, SessionDep, SettingsDep
 from backend.api.resources import IMPORT_IN_PROGRESS, QUOTA_BYTES, ScopeDep, crd_errors
+from backend.api.skill_names import SKILL
 from backend.kinds.store import Scope
 from backend.skills.importing import skills as importing
 from backend.skills.importing.errors import FetchFailed, FetchTimeout
@@ -93,7 +94,7 @@ def register(router: APIRouter, write_scope: ScopeDep, *, own: bool) -> None:
         )
 
     @router.post(
-        "/{name}/sync",
+        f"/{SKILL}/sync",
         response_model=ImportedSkill,
         responses=crd_errors(
             404,

@@ -1,7 +1,9 @@
 """Skill CRDs: `/namespaces/{ns}/skills` (the caller's own) and `/public/skills` (user 0).
 
 Both trees share one set of handlers; they differ only in the scope a request resolves to and
-in who may write (the owner; admins for public skills).
+in who may write (the owner; admins for public skills). A plugin's skill is addressed by its
+full name, `.../skills/<plugin>/<skill>[/versions...]` (`backend.api.skill_names`); it changes
+with its plugin, so PUT and DELETE of it are 409 `plugin_owned`.
 """
 
 # No `from __future__ import annotations`: FastAPI must see the Annotated aliases local to
@@ -26,6 +28,7 @@ from backend.api.resources import (
     public_scopes,
 )
 from backend.api.routes import skill_import
+from backend.api.skill_names import SKILL
 from backend.api.upload import ARCHIVE_BODY_OPENAPI, read_archive
 from backend.crd.skill import Skill
 from backend.kinds import store
@@ -137,15 +140,23 @@ def _register(router: APIRouter, read_scope: ScopeDep, write_scope: ScopeDep, *,
         )
         return crd_response(crd, 201)
 
-    @router.get("/{name}", response_model=Skill, responses=crd_errors(404, own=own))
+    @router.get(f"/{SKILL}", response_model=Skill, responses=crd_errors(404, own=own))
     async def get_skill(name: str, scope: ReadScope, session: SessionDep) -> JSONResponse:
         return crd_response(await service.get(session, scope, name))
 
     @router.put(
-        "/{name}",
+        f"/{SKILL}",
         response_model=Skill,
         responses=crd_errors(
-            404, 412, 413, 415, 422, *((QUOTA_BYTES,) if own else ()), own=own, write=True
+            404,
+            (409, "a plugin's skill changes with its plugin (`plugin_owned`)"),
+            412,
+            413,
+            415,
+            422,
+            *((QUOTA_BYTES,) if own else ()),
+            own=own,
+            write=True,
         ),
         openapi_extra=ARCHIVE_BODY_OPENAPI,
     )
@@ -177,7 +188,7 @@ def _register(router: APIRouter, read_scope: ScopeDep, write_scope: ScopeDep, *,
         return crd_response(crd)
 
     @router.patch(
-        "/{name}", response_model=Skill, responses=crd_errors(404, 412, 422, own=own, write=True)
+        f"/{SKILL}", response_model=Skill, responses=crd_errors(404, 412, 422, own=own, write=True)
     )
     async def patch_skill(
         name: str,
@@ -197,10 +208,17 @@ def _register(router: APIRouter, read_scope: ScopeDep, write_scope: ScopeDep, *,
         return crd_response(crd)
 
     @router.delete(
-        "/{name}",
+        f"/{SKILL}",
         status_code=204,
         responses=crd_errors(
-            404, (409, "Ghosts use the skill (`skill_referenced`)"), 422, own=own, write=True
+            404,
+            (
+                409,
+                "Ghosts use the skill (`skill_referenced`), or a plugin owns it (`plugin_owned`)",
+            ),
+            422,
+            own=own,
+            write=True,
         ),
     )
     async def delete_skill(
@@ -211,7 +229,7 @@ def _register(router: APIRouter, read_scope: ScopeDep, write_scope: ScopeDep, *,
         return Response(status_code=204)
 
     @router.get(
-        "/{name}/package",
+        f"/{SKILL}/package",
         response_class=Response,
         responses={
             200: {
@@ -231,7 +249,7 @@ def _register(router: APIRouter, read_scope: ScopeDep, write_scope: ScopeDep, *,
         stored = await service.package(session, scope, name)
         return _zip_response(stored, if_none_match, f"{name}.zip")
 
-    @router.get("/{name}/versions", responses=crd_errors(404, own=own))
+    @router.get(f"/{SKILL}/versions", responses=crd_errors(404, own=own))
     async def list_versions(name: str, scope: ReadScope, session: SessionDep) -> SkillVersionList:
         """The skill's retained package versions, newest first (no bytes)."""
         rows = await service.version_list(session, scope, name)
@@ -250,7 +268,9 @@ def _register(router: APIRouter, read_scope: ScopeDep, write_scope: ScopeDep, *,
         )
 
     @router.get(
-        "/{name}/versions/{version}", response_model=Skill, responses=crd_errors(404, 422, own=own)
+        f"/{SKILL}/versions/{{version}}",
+        response_model=Skill,
+        responses=crd_errors(404, 422, own=own),
     )
     async def get_version(
         name: str, version: RowId, scope: ReadScope, session: SessionDep
@@ -259,7 +279,7 @@ def _register(router: APIRouter, read_scope: ScopeDep, write_scope: ScopeDep, *,
         return JSONResponse(await service.version_crd(session, scope, name, version))
 
     @router.get(
-        "/{name}/versions/{version}/package",
+        f"/{SKILL}/versions/{{version}}/package",
         response_class=Response,
         responses={
             200: {
@@ -281,7 +301,7 @@ def _register(router: APIRouter, read_scope: ScopeDep, write_scope: ScopeDep, *,
         return _zip_response(stored, if_none_match, f"{name}-v{version}.zip")
 
     @router.post(
-        "/{name}/rollback",
+        f"/{SKILL}/rollback",
         response_model=Skill,
         responses=crd_errors(404, 412, 422, *((QUOTA_BYTES,) if own else ()), own=own, write=True),
     )
@@ -307,7 +327,7 @@ def _register(router: APIRouter, read_scope: ScopeDep, write_scope: ScopeDep, *,
         return crd_response(crd)
 
     @router.get(
-        "/{name}/files/{path:path}",
+        f"/{SKILL}/files/{{path:path}}",
         response_class=Response,
         responses={
             200: {

@@ -284,6 +284,8 @@ async def _plugins(
     expect(await c.post(base, content=plugin, headers={**h, **ZIP}), 201)
     expect(await c.post(base, content=nothing, headers={**h, **ZIP}), 200)
     expect(await c.post(base, content=plugin, headers={**h, **ZIP}), 200)  # unchanged
+    web = f"{base.replace('/plugins', '/skills')}/ui-toolkit/web"  # a plugin's skill
+    expect(await c.put(web, content=zips.skill("web"), headers={**h, **ZIP}), 409)
     async with naming_toolkit_skill(c, base, h):  # an update dropping it: 409
         expect(await c.post(base, content=bare_toolkit(), headers={**h, **ZIP}), 409)
     expect(await c.post(base, content=b"x", headers={**h, "Content-Type": "text/plain"}), 415)

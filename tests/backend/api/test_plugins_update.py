@@ -12,6 +12,7 @@ from fastapi import FastAPI
 from sqlalchemy import select, update
 
 from backend.db.models import Kind, SkillVersion
+from tests.support import zips
 from tests.support.accounts import Account
 from tests.support.errors import assert_error
 from tests.support.marketplace import (
@@ -218,3 +219,64 @@ async def test_an_update_over_the_skills_quota_is_refused_and_writes_nothing(
 
     assert_error(refused, 429, "quota_skills")
     assert await versions(app) == before
+
+
+async def test_a_plugins_skill_is_read_versioned_and_rolled_back_at_its_full_name(
+    client: httpx.AsyncClient, alice: Account
+) -> None:
+    assert (await post_zip(client, alice, sales())).status_code == 201
+    prep = SALES_FILES[PREP].replace("CALL-PREP-BODY", "CALL-PREP-BODY-V2")
+    assert (await post_zip(client, alice, sales(**{PREP: prep}))).status_code == 200
+    item, h = f"{SKILLS}/sales/call-prep", alice.headers
+
+    assert (await client.get(item, headers=h)).json()["metadata"]["name"] == "sales/call-prep"
+    history = (await client.get(f"{item}/versions", headers=h)).json()["items"]
+    assert [v["version"] for v in history] == [2, 1]
+    first = (await client.get(f"{item}/versions/1", headers=h)).json()
+    assert "CALL-PREP-BODY-V2" not in first["spec"]["prompt"]
+    assert (await client.get(f"{item}/versions/1/package", headers=h)).status_code == 200
+    assert (await client.get(f"{item}/package", headers=h)).status_code == 200
+    sources = await client.get(
+        f"{SKILLS}/sales/account-research/files/references/sources.md", headers=h
+    )
+    assert sources.status_code == 200 and sources.text == "Where to look.\n"
+
+    rolled = await client.post(f"{item}/rollback", json={"version": 1}, headers=h)
+
+    assert rolled.status_code == 200, rolled.text
+    assert "CALL-PREP-BODY-V2" not in rolled.json()["spec"]["prompt"]
+    history = (await client.get(f"{item}/versions", headers=h)).json()["items"]
+    assert [v["version"] for v in history] == [3, 2, 1]
+    disabled = await client.patch(item, json={"enabled": False}, headers=h)
+    assert disabled.status_code == 200 and disabled.json()["status"]["enabled"] is False
+
+
+async def test_a_plugins_skill_changes_only_with_its_plugin(
+    client: httpx.AsyncClient, alice: Account
+) -> None:
+    assert (await post_zip(client, alice, sales())).status_code == 201
+    item, h = f"{SKILLS}/sales/call-prep", alice.headers
+    archive = {"Content-Type": "application/zip"}
+
+    replaced = await client.put(item, content=zips.skill("call-prep"), headers={**h, **archive})
+    deleted = await client.delete(f"{item}?force=true", headers=h)
+
+    for refused in (replaced, deleted):
+        assert_error(refused, 409, "plugin_owned")
+        assert refused.json()["error"]["details"] == {"skill": "sales/call-prep", "plugin": "sales"}
+    assert (await client.get(item, headers=h)).status_code == 200
+    assert_error(await client.get(f"{SKILLS}/sales/nope", headers=h), 404, "skill_not_found")
+
+
+async def test_a_skill_named_like_a_route_gets_a_derived_name_it_is_reachable_at(
+    client: httpx.AsyncClient, alice: Account
+) -> None:
+    skill = "---\nname: versions\ndescription: Compare document versions.\n---\n\nDIFF\n"
+    response = await post_zip(client, alice, sales(**{"sales/skills/versions/SKILL.md": skill}))
+
+    assert response.status_code == 201, response.text
+    found = {s["name"]: s for s in response.json()["plugins"][0]["skills"]}
+    derived = found["sales/skill-versions"]
+    assert "name_derived" in {w["code"] for w in derived["warnings"]}
+    stored = await client.get(f"{SKILLS}/sales/skill-versions", headers=alice.headers)
+    assert stored.status_code == 200 and "DIFF" in stored.json()["spec"]["prompt"]
