@@ -1,5 +1,6 @@
-"""Plugins from URLs: `import_fetched` (`POST .../plugins/import`) and the URL importer's
-`fetch_source` as the marketplace's `RemoteFetcher`.
+"""Plugins from URLs: `import_fetched` (`POST .../plugins/import`), `sync` (`POST
+.../plugins/{name}/sync`) and the URL importer's `fetch_source` as the marketplace's
+`RemoteFetcher`.
 
 Every fetch goes through the egress policy (the URL and every redirect) and the
 `SKILLHIVE_IMPORT_*` limits, exactly as a skill import from a URL. A remote `url` source is that
@@ -17,6 +18,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.config import Settings
+from backend.errors import Conflict
 from backend.kinds.store import Scope
 from backend.plugins import service
 from backend.plugins.marketplace import RemoteFetcher, RemoteSource
@@ -66,12 +68,45 @@ async def import_fetched(
     *,
     actor: int,
     fetcher: RemoteFetcher | None = None,
+    only: str | None = None,
 ) -> tuple[bool, dict[str, Any]]:
-    """Import a plugin or marketplace fetched from a URL; each plugin records that source."""
+    """Import a plugin or marketplace fetched from a URL; each plugin records that source.
+    `only`: a sync of that plugin (`service.import_tree`)."""
     tree, folder = rooted(plugin_files(fetched))
     path = posixpath.join(fetched.path, folder or "").strip("/")
     origin = {"url": fetched.url, "ref": fetched.ref, "commit": fetched.commit, "path": path}
-    name = folder or fetched.root_name or "plugin"
+    name = only or folder or fetched.root_name or "plugin"
     return await service.import_tree(
-        session, settings, scope, tree, name, actor=actor, fetcher=fetcher, origin=origin
+        session, settings, scope, tree, name, actor=actor, fetcher=fetcher, origin=origin, only=only
     )
+
+
+async def sync(
+    session: AsyncSession,
+    settings: Settings,
+    scope: Scope,
+    name: str,
+    *,
+    actor: int,
+    fetcher: RemoteFetcher | None = None,
+) -> dict[str, Any]:
+    """Fetch plugin `name`'s recorded URL source again (its ref, so a branch moves on) and
+    update the plugin in place: new versions only for skills whose bytes changed."""
+    source = (await service.get(session, scope, name))["spec"].get("source") or {}
+    if source.get("type") != "url":  # an uploaded ZIP, or a marketplace's pinned remote source
+        raise Conflict(
+            f"plugin {name!r} was not imported from a URL; import it again to update it",
+            code="no_import_source",
+            details={"name": name},
+        )
+    fetched = await fetch_source(
+        source["url"],
+        source.get("ref"),
+        source.get("path") or None,
+        settings.egress,
+        FetchLimits.from_settings(settings),
+    )
+    _, answer = await import_fetched(
+        session, settings, scope, fetched, actor=actor, fetcher=fetcher, only=name
+    )
+    return answer

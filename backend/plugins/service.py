@@ -340,9 +340,15 @@ async def import_tree(
     actor: int,
     fetcher: RemoteFetcher | None = None,
     origin: dict[str, Any] | None = None,
+    only: str | None = None,
 ) -> tuple[bool, dict[str, Any]]:
-    """Import a plugin or marketplace tree (rooted); the answer as for `import_archive`."""
+    """Import a plugin or marketplace tree (rooted); the answer as for `import_archive`.
+
+    `only` (a sync): the tree must be plugin `only` itself, else 409 `source_changed`.
+    """
     public = scope.user_id == SYSTEM_USER_ID
+    if only is not None and MARKETPLACE in tree:
+        raise _source_changed(only, "a marketplace")
     if fetcher is not None:
         fetcher = SharedBudget(
             fetcher,
@@ -359,6 +365,9 @@ async def import_tree(
         await _read_listing(listing, tree, settings, public=public, fetcher=fetcher, origin=origin)
         for listing in found
     ]
+    draft = outcomes[0].draft
+    if only is not None and draft is not None and draft.name != only:
+        raise _source_changed(only, f"plugin {draft.name!r}")
     seen: set[str] = set()
     for outcome in outcomes:  # a marketplace listing one plugin twice imports it once
         if outcome.draft is None:
@@ -392,6 +401,14 @@ async def import_tree(
     }
     await session.commit()
     return bool(counts["created"]), answer
+
+
+def _source_changed(name: str, found: str) -> Conflict:
+    return Conflict(
+        f"the source of plugin {name!r} now holds {found}; import it as a new plugin instead",
+        code="source_changed",
+        details={"name": name},
+    )
 
 
 def _json_document(tree: dict[str, TreeFile]) -> Any:

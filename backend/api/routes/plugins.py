@@ -3,7 +3,8 @@
 A plugin is imported from a ZIP of a plugin folder or of a marketplace (the body as for a skill
 upload, the same limits and archive rules) or from a URL (`/import`, as skills are); the answer
 reports every plugin and skill. Importing a plugin again updates it in place (new versions for
-changed skills, removal of the ones it dropped). Deleting a plugin deletes the skills it owns.
+changed skills, removal of the ones it dropped); `sync` does so from its recorded URL source.
+Deleting a plugin deletes the skills it owns.
 """
 
 # No `from __future__ import annotations`: FastAPI must see the Annotated aliases local to
@@ -161,6 +162,42 @@ def _register(router: APIRouter, read_scope: ScopeDep, write_scope: ScopeDep, *,
                 session, settings, scope, fetched, actor=user.id, fetcher=fetcher
             )
         return JSONResponse(answer, status_code=201 if created else 200)
+
+    @router.post(
+        "/{name}/sync",
+        response_model=ImportAnswer,
+        responses=crd_errors(
+            404,
+            (
+                409,
+                "not imported from a URL (`no_import_source`), the source now holds another "
+                "plugin or a marketplace (`source_changed`), or the update drops a skill a Ghost "
+                "names (`skill_referenced`)",
+            ),
+            *FETCH_ERRORS,
+            *((QUOTA_SKILLS,) if own else ()),
+            IMPORT_IN_PROGRESS,
+            own=own,
+            write=True,
+        ),
+    )
+    async def sync_plugin(
+        name: str,
+        request: Request,
+        scope: WriteScope,
+        user: CurrentUser,
+        session: SessionDep,
+        settings: SettingsDep,
+        slots: ImportSlotsDep,
+    ) -> JSONResponse:
+        """Fetch the plugin's `spec.source` again (at its ref) and update it in place, as a
+        re-import does: new versions only for skills whose bytes changed."""
+        fetcher = getattr(request.app.state, "plugin_fetcher", None)
+        async with slots.hold(user.id, wait_s=settings.import_timeout_seconds):
+            answer = await remote.sync(
+                session, settings, scope, name, actor=user.id, fetcher=fetcher
+            )
+        return JSONResponse(answer)
 
     @router.get("/{name}", response_model=Plugin, responses=crd_errors(404, own=own))
     async def get_plugin(name: str, scope: ReadScope, session: SessionDep) -> JSONResponse:

@@ -284,6 +284,7 @@ async def _plugins(
     expect(await c.post(base, content=plugin, headers={**h, **ZIP}), 201)
     expect(await c.post(base, content=nothing, headers={**h, **ZIP}), 200)
     expect(await c.post(base, content=plugin, headers={**h, **ZIP}), 200)  # unchanged
+    expect(await c.post(f"{base}/ui-toolkit/sync", headers=h), 409)  # uploaded, no URL
     web = f"{base.replace('/plugins', '/skills')}/ui-toolkit/web"  # a plugin's skill
     expect(await c.put(web, content=zips.skill("web"), headers={**h, **ZIP}), 409)
     async with naming_toolkit_skill(c, base, h):  # an update dropping it: 409
@@ -332,6 +333,14 @@ async def _plugin_imports(
         server.files["/m.zip"] = build_zip({".claude-plugin/marketplace.json": json.dumps(market)})
         server.files["/page"] = b"<html></html>"
         expect(await c.post(imp, json={"url": server.url("/p.zip")}, headers=h), 201)
+        sync = f"{base}/ui-toolkit/sync"
+        expect(await c.post(sync, headers=h), 200)
+        expect(await c.post(f"{base}/nope/sync", headers=h), 404)
+        server.redirects["/p.zip"] = f"http://127.0.0.2:{server.port}/p.zip"  # egress refuses
+        expect(await c.post(sync, headers=h), 422)
+        server.redirects["/p.zip"] = server.url("/gone.zip")
+        expect(await c.post(sync, headers=h), 502)
+        del server.redirects["/p.zip"]
         expect(await c.post(imp, json={"url": server.url("/m.zip")}, headers=h), 200)
         server.files["/bare.zip"] = bare_toolkit()
         async with naming_toolkit_skill(c, base, h):
@@ -342,20 +351,27 @@ async def _plugin_imports(
         try:
             app.state.settings = saved.model_copy(update={"import_max_download_bytes": 100})
             expect(await c.post(imp, json={"url": server.url("/p.zip")}, headers=h), 413)
+            expect(await c.post(sync, headers=h), 413)
             app.state.settings = saved.model_copy(update={"import_timeout_seconds": 0.5})
             expect(await c.post(imp, json={"url": server.url("/held")}, headers=h), 504)
+            server.redirects["/p.zip"] = server.url("/held")
+            expect(await c.post(sync, headers=h), 504)
         finally:
             app.state.settings = saved
             server.held.set()
+            server.redirects.pop("/p.zip", None)
         async with import_running(c, imp, server, h):
             expect(await c.post(imp, json={"url": server.url("/p.zip")}, headers=h), 429)
             plugin = server.files["/p.zip"]
             expect(await c.post(base, content=plugin, headers={**h, **ZIP}), 429)
+            expect(await c.post(sync, headers=h), 429)
         if base.startswith(NS):
             bad = base.replace("/dev/", "/Bad_NS/")
             expect(await c.post(f"{bad}/import", json={"url": "https://x"}, headers=h), 422)
+            expect(await c.post(f"{bad}/ui-toolkit/sync", headers=h), 422)
         else:
             expect(await c.post(imp, json={"url": "https://x"}, headers=other.headers), 403)
+            expect(await c.post(sync, headers=other.headers), 403)
     expect(await c.delete(f"{base}/ui-toolkit", headers=h), 204)
 
 

@@ -15,11 +15,12 @@ from backend.config import Settings
 from tests.support.accounts import Account
 from tests.support.chat import LOOPBACK_ALLOW
 from tests.support.errors import assert_error
-from tests.support.marketplace import SALES_FILES, TOOLKIT_FILES
+from tests.support.marketplace import SALES_FILES, TOOLKIT_FILES, plugin_zip
 from tests.support.sources import SourceServer, commit_files, git_repo
 
 PLUGINS = "/api/v1/namespaces/dev/plugins"
 PUBLIC = "/api/v1/public/plugins"
+SKILLS = "/api/v1/namespaces/dev/skills"
 TOOLKIT = "partner/ui-toolkit/"
 
 
@@ -149,6 +150,55 @@ async def test_a_plugin_folder_imports_from_a_git_path_and_records_its_source(
     assert updated.json()["plugins"][0]["skills"][0]["status"] == "updated"
     plugin = (await client.get(f"{PLUGINS}/ui-toolkit", headers=alice.headers)).json()
     assert plugin["spec"]["source"]["commit"] == changed
+
+
+async def test_sync_fetches_a_plugins_source_again_and_updates_it_in_place(
+    client: httpx.AsyncClient, alice: Account, server: SourceServer, tmp_path: Path
+) -> None:
+    repo = git_repo(tmp_path / "repo", dict(TOOLKIT_FILES))
+    server.repos["partner"] = tmp_path / "repo"
+    url, h = server.url("/git/partner.git"), alice.headers
+    assert (await import_url(client, alice, url, path="partner/ui-toolkit")).status_code == 201
+    sync = f"{PLUGINS}/ui-toolkit/sync"
+
+    same = await client.post(sync, headers=h)
+    assert same.status_code == 200, same.text
+    assert same.json()["plugins"][0]["status"] == "unchanged"
+    web = TOOLKIT + "skills/web/SKILL.md"
+    changed = commit_files(
+        repo, {web: str(TOOLKIT_FILES[web]).replace("WEB-BODY", "WEB-V2")}, "web v2"
+    )
+
+    updated = await client.post(sync, headers=h)
+
+    assert updated.status_code == 200, updated.text
+    assert updated.json()["plugins"][0]["skills"][0]["status"] == "updated"
+    plugin = (await client.get(f"{PLUGINS}/ui-toolkit", headers=h)).json()
+    assert plugin["spec"]["source"]["commit"] == changed
+    skill = (await client.get(f"{SKILLS}/ui-toolkit/web", headers=h)).json()
+    assert "WEB-V2" in skill["spec"]["prompt"]
+    manifest = TOOLKIT + ".claude-plugin/plugin.json"
+    commit_files(repo, {manifest: json.dumps({"name": "other-kit"})}, "renamed")
+
+    renamed = await client.post(sync, headers=h)
+
+    assert_error(renamed, 409, "source_changed")
+    assert (await client.get(f"{PLUGINS}/other-kit", headers=h)).status_code == 404
+    assert_error(await client.post(f"{PLUGINS}/nope/sync", headers=h), 404, "plugin_not_found")
+
+
+async def test_a_plugin_not_imported_from_a_url_has_nothing_to_sync(
+    client: httpx.AsyncClient, alice: Account
+) -> None:
+    data = plugin_zip(TOOLKIT_FILES, TOOLKIT)
+    uploaded = await client.post(
+        PLUGINS, files={"file": ("p.zip", data, "application/zip")}, headers=alice.headers
+    )
+    assert uploaded.status_code == 201, uploaded.text
+
+    refused = await client.post(f"{PLUGINS}/ui-toolkit/sync", headers=alice.headers)
+
+    assert_error(refused, 409, "no_import_source")
 
 
 async def test_an_admin_imports_a_public_plugin_from_a_url(
