@@ -9,6 +9,7 @@ loose objects and packs, which dulwich inflates whole, are charged as they arriv
 from __future__ import annotations
 
 import re
+import threading
 import zlib
 from collections import defaultdict
 from collections.abc import Callable, Iterator
@@ -29,6 +30,7 @@ from dulwich.pack import (
 )
 
 from backend.skills.errors import ErrorCode, PackageError
+from backend.skills.importing.pipe import BytePipe, PipeClosed
 
 # What a corrupt or truncated pack raises while it is read: a failed fetch, never a 500.
 BROKEN_PACK = (
@@ -51,10 +53,48 @@ class FetchStore(MemoryObjectStore):
     without `haves` gets no deltas against absent objects: any left unresolved fail the fetch.
     """
 
-    def __init__(self, unpacked_budget: int) -> None:
+    def __init__(
+        self,
+        unpacked_budget: int,
+        *,
+        read_timeout: float = 65.0,
+        timed_out: Callable[[], Exception] = lambda: PipeClosed("the pack stopped arriving"),
+    ) -> None:
         super().__init__()
         self._budget = Budget(unpacked_budget, "the fetched pack's objects")
+        # How long the parser waits for the pack's next bytes (the fetch's own reads are
+        # bounded by its deadline: only a writer that hung would make it wait this long).
+        self._read_timeout = read_timeout
+        self._timed_out = timed_out
         self.failure: Exception | None = None
+
+    def add_pack(self) -> tuple[BytePipe, Callable[[], None], Callable[[], None]]:  # type: ignore[override]
+        """A pipe dulwich writes the fetched pack into, parsed as it arrives in a thread of
+        its own, and dulwich's `commit` (the pack is complete: wait for the parse) and
+        `abort` (the fetch failed: stop it). A parse that fails stops the writer at its next
+        write; the failure is raised by `raise_failure`."""
+        pipe = BytePipe(self._read_timeout, self._timed_out)
+        parser = threading.Thread(target=self._parse, args=(pipe,), daemon=True)
+        parser.start()
+
+        def commit() -> None:
+            pipe.close()
+            parser.join()
+
+        def abort() -> None:
+            pipe.fail(PipeClosed("the fetch failed"))
+            parser.join()
+
+        return pipe, commit, abort
+
+    def _parse(self, pipe: BytePipe) -> None:
+        try:
+            if not pipe.at_end():  # else nothing was fetched (no wants)
+                self.add_thin_pack(pipe.read, pipe.read_some)
+        except Exception as exc:  # `abort` (the fetch's own error is raised), a timeout
+            self.failure = self.failure or exc
+        if self.failure is not None:
+            pipe.give_up(self.failure)
 
     def add_thin_pack(
         self,
