@@ -9,7 +9,7 @@ from collections.abc import Callable
 from io import BytesIO
 
 import pytest
-from dulwich.errors import ChecksumMismatch
+from dulwich.errors import ChecksumMismatch, FileFormatException
 from dulwich.object_format import DEFAULT_OBJECT_FORMAT
 from dulwich.objects import Blob
 from dulwich.pack import (
@@ -22,7 +22,7 @@ from dulwich.pack import (
 )
 
 from backend.skills.errors import ErrorCode, PackageError
-from backend.skills.importing.packs import FetchStore
+from backend.skills.importing.packs import BROKEN_PACK, FetchStore
 
 # An entry is written at an offset; it gets the offsets written so far (by index).
 Entry = Callable[[int, list[int]], tuple[int, object]]
@@ -117,6 +117,13 @@ def test_a_corrupt_truncated_or_unresolvable_pack_is_refused() -> None:
         stored(good[: len(good) // 2])
     with pytest.raises(UnresolvedDeltas):
         stored(build_pack([full(a), ref_delta(c, b)]))  # c is not in the pack
+    for at in (20, len(good) // 2):  # inside the first object's deflate data, the delta's
+        garbled = bytearray(good)
+        garbled[at : at + 8] = b"\xff" * 8
+        with pytest.raises(BROKEN_PACK):
+            stored(bytes(garbled))
+    with pytest.raises(FileFormatException):
+        stored(b"PACK" + (9).to_bytes(4, "big") + good[8:])  # no such pack version
 
 
 def test_objects_are_charged_to_the_unpacked_budget_before_they_are_inflated() -> None:
