@@ -39,6 +39,9 @@ BROKEN_PACK = (
 )
 
 
+PIPE_BATCH = 64 * 1024  # pack bytes handed to the parser at once (side-band packets are smaller)
+
+
 class FetchStore(MemoryObjectStore):
     """A memory store that inflates a fetched pack once, as it is read.
 
@@ -70,7 +73,7 @@ class FetchStore(MemoryObjectStore):
         its own, and dulwich's `commit` (the pack is complete: wait for the parse) and
         `abort` (the fetch failed: stop it). A parse that fails stops the writer at its next
         write; the failure is raised by `raise_failure`."""
-        pipe = BytePipe(self._read_timeout, self._timed_out)
+        pipe = BytePipe(self._read_timeout, self._timed_out, batch=PIPE_BATCH)
         parser = threading.Thread(target=self._parse, args=(pipe,), daemon=True)
         parser.start()
 

@@ -25,8 +25,15 @@ class BytePipe:
     the writer; `on_timeout()` makes the exception raised then.
     """
 
-    def __init__(self, timeout: float, on_timeout: Callable[[], Exception]) -> None:
+    def __init__(
+        self, timeout: float, on_timeout: Callable[[], Exception], *, batch: int = 0
+    ) -> None:
         self._chunks: queue.SimpleQueue[bytes | BaseException | None] = queue.SimpleQueue()
+        # Writes are handed over once `batch` bytes are pending: each hand-over wakes the
+        # reader's thread, which must then take the GIL.
+        self._batch = batch
+        self._pending: list[bytes] = []
+        self._pending_size = 0
         self._timeout = timeout
         self._on_timeout = on_timeout
         self._buffer = b""
@@ -42,17 +49,28 @@ class BytePipe:
         if self._reader_gone is not None:
             raise self._reader_gone
         if data:
-            self._chunks.put(bytes(data))
+            self._pending.append(bytes(data))
+            self._pending_size += len(data)
             self.written += len(data)
+            if self._pending_size >= self._batch:
+                self._hand_over()
         return len(data)
 
     def close(self) -> None:
         """No more bytes: reads return what is left, then b""."""
+        self._hand_over()
         self._chunks.put(None)
 
     def fail(self, exc: BaseException) -> None:
         """The reader raises `exc` once it has read what came before."""
+        self._hand_over()
         self._chunks.put(exc)
+
+    def _hand_over(self) -> None:
+        if self._pending:
+            pending = self._pending
+            self._chunks.put(pending[0] if len(pending) == 1 else b"".join(pending))
+            self._pending, self._pending_size = [], 0
 
     # The reading side.
 

@@ -22,7 +22,7 @@ from dulwich.pack import (
 )
 
 from backend.skills.errors import ErrorCode, PackageError
-from backend.skills.importing.packs import BROKEN_PACK, FetchStore
+from backend.skills.importing.packs import BROKEN_PACK, PIPE_BATCH, FetchStore
 
 # An entry is written at an offset; it gets the offsets written so far (by index).
 Entry = Callable[[int, list[int]], tuple[int, object]]
@@ -166,7 +166,7 @@ def test_a_refused_pack_stops_its_writer_at_the_next_write() -> None:
     pipe.write(pack[:64])
     with pytest.raises(PackageError) as refused:
         for _ in range(1000):  # the parser needs a moment to read and refuse
-            pipe.write(b"more")
+            pipe.write(bytes(PIPE_BATCH))  # each write hands a batch over
             time.sleep(0.01)
     abort()
     assert refused.value.code == ErrorCode.UNCOMPRESSED_TOO_LARGE
