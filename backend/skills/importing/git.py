@@ -4,6 +4,10 @@ tag or commit, smart or dumb HTTP.
 dulwich runs in a worker thread; its HTTP requests come back to the event loop and go through
 the import's `Downloader` (egress policy on the URL and on every redirect, one byte budget,
 one deadline). Nothing of dulwich's own HTTP stack (urllib3, proxies, credentials) is used.
+
+The pack is read as it downloads: the loop writes the answer into a pipe dulwich reads, and
+dulwich writes the pack into the store's parser (`FetchStore.add_pack`), which inflates and
+checks it in a thread of its own. Nothing waits for the whole answer before working on it.
 """
 
 from __future__ import annotations
@@ -11,10 +15,11 @@ from __future__ import annotations
 import asyncio
 import re
 import stat
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Coroutine, Iterator, Mapping
+from concurrent.futures import Future
+from dataclasses import dataclass
 from io import BytesIO
-from typing import Any
+from typing import Any, Protocol
 
 from dulwich.client import AbstractHttpGitClient
 from dulwich.errors import (
@@ -24,20 +29,27 @@ from dulwich.errors import (
 )
 from dulwich.object_store import peel_sha
 from dulwich.objects import Blob, Commit, ObjectID, Tree
-from dulwich.protocol import CAPABILITY_NO_PROGRESS
+from dulwich.protocol import CAPABILITY_NO_PROGRESS, CAPABILITY_THIN_PACK
 from dulwich.refs import Ref
 from dulwich.repo import MemoryRepo
 
 from backend.skills.errors import ErrorCode, PackageError
 from backend.skills.importing.errors import FetchError, FetchFailed, refused
-from backend.skills.importing.http import Downloader, timed_out
+from backend.skills.importing.http import Downloader, Fetched, timed_out
 from backend.skills.importing.limits import FetchLimits
 from backend.skills.importing.packs import BROKEN_PACK, Budget, FetchStore, check_dumb_object
+from backend.skills.importing.pipe import BytePipe
 from backend.skills.importing.tree import TreeFile
 from chat_shell import PackageReadError, ReadCode, path_problem
 
 _SHA = re.compile(r"[0-9a-f]{40}")
 _GITLINK = 0o160000  # a submodule: its files are in another repository
+
+
+class _Body(Protocol):
+    def read(self, size: int) -> bytes: ...
+
+    def close(self) -> None: ...
 
 
 @dataclass
@@ -48,10 +60,56 @@ class _Response:
     headers: dict[str, str]
     content_type: str | None
     redirect_location: str
-    data: BytesIO = field(default_factory=BytesIO)
+    data: _Body
 
     def close(self) -> None:
         self.data.close()
+
+
+class _StreamedBody:
+    """An answer's body as the event loop receives it (`Downloader.request` with a sink).
+
+    `head` is the answer's status and headers, known before the body; `close` stops the
+    download (dulwich closes the answer once it has read what it needs, or on failure).
+    """
+
+    def __init__(self, limits: FetchLimits) -> None:
+        self.pipe = BytePipe(limits.timeout_seconds + 5, lambda: timed_out(limits))
+        self.head_known: Future[Fetched] = Future()
+        self._download: Future[None] | None = None
+
+    def head(self, fetched: Fetched) -> None:
+        self.head_known.set_result(fetched)
+
+    def write(self, chunk: bytes) -> int:
+        return self.pipe.write(chunk)
+
+    def read(self, size: int) -> bytes:
+        return self.pipe.read(size)
+
+    def close(self) -> None:
+        if self._download is not None:
+            self._download.cancel()
+
+    def start(
+        self, request: Coroutine[Any, Any, Fetched], loop: asyncio.AbstractEventLoop
+    ) -> Future[Fetched]:
+        """Run the download on `loop`; the future of the answer's head."""
+        self._download = asyncio.run_coroutine_threadsafe(self._run(request), loop)
+        return self.head_known
+
+    async def _run(self, request: Coroutine[Any, Any, Fetched]) -> None:
+        """Await `request` (the download), then end the pipe with its outcome."""
+        try:
+            await request
+        except BaseException as exc:
+            if not self.head_known.done():
+                self.head_known.set_exception(exc)
+            self.pipe.fail(exc)
+            if isinstance(exc, asyncio.CancelledError):
+                raise
+        else:
+            self.pipe.close()
 
 
 class EgressGitClient(AbstractHttpGitClient):
@@ -60,12 +118,15 @@ class EgressGitClient(AbstractHttpGitClient):
     def __init__(
         self, base_url: str, downloader: Downloader, loop: asyncio.AbstractEventLoop
     ) -> None:
-        super().__init__(base_url, quiet=True)
+        # dulwich spools a thin pack whole before reading it; a self-contained one goes to
+        # `FetchStore.add_pack`, parsed as it arrives. See `_negotiate_upload_pack_capabilities`.
+        super().__init__(base_url, quiet=True, thin_packs=False)
         # Nobody reads the server's progress lines: it need not write them, nor we parse them.
         self._fetch_capabilities.add(CAPABILITY_NO_PROGRESS)
         self._downloader = downloader
         self._loop = loop
         self._dumb_budget = Budget(downloader.limits.unpacked_bytes, "the dumb server's objects")
+        self._streams: list[_StreamedBody] = []
 
     def _http_request(
         self,
@@ -76,30 +137,57 @@ class EgressGitClient(AbstractHttpGitClient):
     ) -> tuple[Any, Callable[[int], bytes]]:
         body = data if data is None or isinstance(data, bytes) else b"".join(data)
         method = "GET" if body is None else "POST"
-        request = self._downloader.request(method, url, headers=headers, content=body)
+        # A POST is the fetch (its answer the pack): read as it arrives. GETs are small.
+        streamed = _StreamedBody(self.limits) if method == "POST" else None
+        request = self._downloader.request(
+            method, url, headers=headers, content=body, sink=streamed
+        )
+        if streamed is None:
+            future = asyncio.run_coroutine_threadsafe(request, self._loop)
+            stop: Callable[[], object] = future.cancel
+        else:
+            self._streams.append(streamed)
+            future, stop = streamed.start(request, self._loop), streamed.close
         # The request ends by the fetch's deadline; the margin only guards against a loop that
         # stopped (shutdown) leaving this thread waiting forever.
-        future = asyncio.run_coroutine_threadsafe(request, self._loop)
         try:
-            fetched = future.result(timeout=self._downloader.limits.timeout_seconds + 5)
+            fetched = future.result(timeout=self.limits.timeout_seconds + 5)
         except TimeoutError:
-            future.cancel()
-            raise timed_out(self._downloader.limits) from None
+            stop()
+            raise timed_out(self.limits) from None
         if raise_for_status:
             if fetched.status == 404:
                 raise NotGitRepository(f"no git repository answered ({fetched.status})")
             if fetched.status != 200:
                 raise GitProtocolError(f"unexpected HTTP status {fetched.status}")
-        if self.dumb and fetched.status == 200:
+        if self.dumb and fetched.status == 200 and streamed is None:
             check_dumb_object(url, fetched.body, self._dumb_budget)
         response = _Response(
             status=fetched.status,
             headers=dict(fetched.headers),
             content_type=fetched.headers.get("content-type"),
             redirect_location=fetched.url if fetched.url != url else "",
-            data=BytesIO(fetched.body),
+            data=BytesIO(fetched.body) if streamed is None else streamed,
         )
         return response, response.data.read
+
+    def stop_downloads(self) -> None:
+        """Cancel any answer still downloading (the fetch ended, one way or another)."""
+        for streamed in self._streams:
+            streamed.close()
+
+    def _negotiate_upload_pack_capabilities(
+        self, server_capabilities: set[bytes]
+    ) -> tuple[set[bytes], dict[Ref, Ref], bytes | None]:
+        """`thin-pack` is still asked for (dulwich's server requires it): a fetch without
+        `haves` gets no deltas against objects it lacks anyway, and any it got would be left
+        unresolved, failing the fetch."""
+        negotiated, symrefs, agent = super()._negotiate_upload_pack_capabilities(
+            server_capabilities
+        )
+        if CAPABILITY_THIN_PACK in server_capabilities:
+            negotiated.add(CAPABILITY_THIN_PACK)
+        return negotiated, symrefs, agent
 
     @property
     def limits(self) -> FetchLimits:
@@ -145,9 +233,12 @@ def fetch_git(
     """
     client = EgressGitClient(url, downloader, loop)
     try:
-        repo, wanted = _fetch(client, ref, shallow=True)
-    except _NotAdvertised:
-        repo, wanted = _fetch(client, ref, shallow=False)
+        try:
+            repo, wanted = _fetch(client, ref, shallow=True)
+        except _NotAdvertised:
+            repo, wanted = _fetch(client, ref, shallow=False)
+    finally:
+        client.stop_downloads()
     return _checkout(repo, wanted, ref, path, downloader)
 
 
@@ -159,7 +250,12 @@ def _fetch(
     client: EgressGitClient, ref: str | None, *, shallow: bool
 ) -> tuple[MemoryRepo, ObjectID]:
     repo = MemoryRepo()
-    repo.object_store = store = FetchStore(client.limits.unpacked_bytes)
+    limits = client.limits
+    repo.object_store = store = FetchStore(
+        limits.unpacked_bytes,
+        read_timeout=limits.timeout_seconds + 10,
+        timed_out=lambda: timed_out(limits),
+    )
     chosen: list[ObjectID] = []
 
     def determine_wants(refs: Mapping[Ref, ObjectID], depth: int | None = None) -> list[ObjectID]:

@@ -14,6 +14,7 @@ import functools
 import ssl
 from dataclasses import dataclass
 from types import TracebackType
+from typing import Protocol
 from urllib.parse import urljoin
 
 import httpx
@@ -36,6 +37,15 @@ class Fetched:
     @property
     def content_type(self) -> str:
         return str(self.headers.get("content-type", ""))
+
+
+class BodySink(Protocol):
+    """Where a streamed answer goes: its head (a `Fetched` without body) once known, then
+    each chunk of its body as it arrives, within the fetch's budget and deadline."""
+
+    def head(self, fetched: Fetched) -> None: ...
+
+    def write(self, chunk: bytes) -> int: ...
 
 
 class Downloader:
@@ -76,11 +86,15 @@ class Downloader:
         *,
         headers: dict[str, str] | None = None,
         content: bytes | None = None,
+        sink: BodySink | None = None,
     ) -> Fetched:
-        """The final response of `url` (redirects followed for GET); raises `FetchError`s."""
+        """The final response of `url` (redirects followed for GET); raises `FetchError`s.
+
+        With a `sink`, the body goes there as it arrives (the returned `body` is empty).
+        """
         try:
             async with asyncio.timeout_at(self.deadline):
-                return await self._follow(method, url, headers or {}, content)
+                return await self._follow(method, url, headers or {}, content, sink)
         except TimeoutError:
             raise timed_out(self.limits) from None
         except EgressForbidden as exc:
@@ -92,7 +106,12 @@ class Downloader:
             ) from None
 
     async def _follow(
-        self, method: str, url: str, headers: dict[str, str], content: bytes | None
+        self,
+        method: str,
+        url: str,
+        headers: dict[str, str],
+        content: bytes | None,
+        sink: BodySink | None,
     ) -> Fetched:
         for _ in range(MAX_REDIRECTS + 1):
             self.policy.check_url(url)
@@ -108,13 +127,16 @@ class Downloader:
                         )
                     url = urljoin(url, location)
                     continue
-                body = await self._read(response)
-                return Fetched(str(response.url), response.status_code, response.headers, body)
+                head = Fetched(str(response.url), response.status_code, response.headers, b"")
+                if sink is not None:
+                    sink.head(head)
+                body = await self._read(response, sink)
+                return Fetched(head.url, head.status, head.headers, body)
             finally:
                 await response.aclose()
         raise FetchFailed(f"more than {MAX_REDIRECTS} redirects", details={"limit": MAX_REDIRECTS})
 
-    async def _read(self, response: httpx.Response) -> bytes:
+    async def _read(self, response: httpx.Response, sink: BodySink | None) -> bytes:
         cap = self.limits.download_bytes
         declared = response.headers.get("content-length", "")
         if declared.isdigit() and self.received + int(declared) > cap:
@@ -124,7 +146,10 @@ class Downloader:
             self.received += len(chunk)
             if self.received > cap:
                 raise too_large("download_too_large", "the download", cap)
-            chunks.append(chunk)
+            if sink is None:
+                chunks.append(chunk)
+            else:
+                sink.write(chunk)
         return b"".join(chunks)
 
 

@@ -9,30 +9,29 @@ loose objects and packs, which dulwich inflates whole, are charged as they arriv
 from __future__ import annotations
 
 import re
+import threading
 import zlib
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from io import BytesIO
-from typing import Any
+from typing import cast
 
 from dulwich.errors import ApplyDeltaError, ChecksumMismatch, FileFormatException
 from dulwich.object_format import DEFAULT_OBJECT_FORMAT
 from dulwich.object_store import MemoryObjectStore
 from dulwich.objects import Blob, ObjectID, RawObjectID, ShaFile, hex_to_sha
-from dulwich.pack import (
-    DELTA_TYPES,
-    OFS_DELTA,
-    PackStreamReader,
-    UnpackedObject,
-    UnresolvedDeltas,
-    apply_delta,
-)
+from dulwich.pack import DELTA_TYPES, OFS_DELTA, UnresolvedDeltas, apply_delta
+from isal import isal_zlib
 
 from backend.skills.errors import ErrorCode, PackageError
+from backend.skills.importing.pack_stream import Entry, read_pack
+from backend.skills.importing.pipe import BytePipe, PipeClosed
 
 # What a corrupt or truncated pack raises while it is read: a failed fetch, never a 500.
 BROKEN_PACK = (
     zlib.error,
+    # ISA-L's own, not a zlib.error (its stub types it as an instance)
+    cast("type[Exception]", isal_zlib.error),
     ChecksumMismatch,
     ApplyDeltaError,
     UnresolvedDeltas,
@@ -40,21 +39,62 @@ BROKEN_PACK = (
 )
 
 
+PIPE_BATCH = 64 * 1024  # pack bytes handed to the parser at once (side-band packets are smaller)
+
+
 class FetchStore(MemoryObjectStore):
     """A memory store that inflates a fetched pack once, as it is read.
 
     dulwich's own paths inflate every object twice (a pass to find where objects end, then
     one to resolve deltas) and hash the pack twice (its checksum, then each object), and
-    copy every object into the store. Here one `PackStreamReader` pass inflates each object
+    copy every object into the store. Here one `read_pack` pass inflates each object
     (bounded by its declared size) and checks the pack's trailing checksum; deltas are applied
     to the bases kept from that pass, and each object's id is its own hash, as always. A fetch
     without `haves` gets no deltas against absent objects: any left unresolved fail the fetch.
     """
 
-    def __init__(self, unpacked_budget: int) -> None:
+    def __init__(
+        self,
+        unpacked_budget: int,
+        *,
+        read_timeout: float = 65.0,
+        timed_out: Callable[[], Exception] = lambda: PipeClosed("the pack stopped arriving"),
+    ) -> None:
         super().__init__()
         self._budget = Budget(unpacked_budget, "the fetched pack's objects")
+        # How long the parser waits for the pack's next bytes (the fetch's own reads are
+        # bounded by its deadline: only a writer that hung would make it wait this long).
+        self._read_timeout = read_timeout
+        self._timed_out = timed_out
         self.failure: Exception | None = None
+
+    def add_pack(self) -> tuple[BytePipe, Callable[[], None], Callable[[], None]]:  # type: ignore[override]
+        """A pipe dulwich writes the fetched pack into, parsed as it arrives in a thread of
+        its own, and dulwich's `commit` (the pack is complete: wait for the parse) and
+        `abort` (the fetch failed: stop it). A parse that fails stops the writer at its next
+        write; the failure is raised by `raise_failure`."""
+        pipe = BytePipe(self._read_timeout, self._timed_out, batch=PIPE_BATCH)
+        parser = threading.Thread(target=self._parse, args=(pipe,), daemon=True)
+        parser.start()
+
+        def commit() -> None:
+            pipe.close()
+            parser.join()
+
+        def abort() -> None:
+            pipe.fail(PipeClosed("the fetch failed"))
+            parser.join()
+
+        return pipe, commit, abort
+
+    def _parse(self, pipe: BytePipe) -> None:
+        try:
+            if not pipe.at_end():  # else nothing was fetched (no wants)
+                self.add_thin_pack(pipe.read, pipe.read_some)
+        except Exception as exc:  # `abort` (the fetch's own error is raised), a timeout
+            self.failure = self.failure or exc
+        if self.failure is not None:
+            pipe.give_up(self.failure)
 
     def add_thin_pack(
         self,
@@ -65,11 +105,10 @@ class FetchStore(MemoryObjectStore):
         max_input_size: int | None = None,  # the Downloader's byte budget bounds the pack
     ) -> None:
         hash_func = self.object_format.hash_func
-        reader = BudgetedPackReader(hash_func, read_all, read_some, budget=self._budget)
         deltas = _Deltas(self._budget)
         try:
-            for unpacked in reader.read_objects():
-                for obj in deltas.resolve(unpacked):
+            for entry in read_pack(read_some or read_all, hash_func, self._budget):
+                for obj in deltas.resolve(entry):
                     self._data[obj.id] = obj
             deltas.check_resolved()
         except (PackageError, *BROKEN_PACK) as exc:
@@ -107,52 +146,6 @@ class Budget:
             )
 
 
-class BudgetedPackReader(PackStreamReader):
-    """A pack stream whose objects' declared sizes are charged before they are inflated.
-
-    dulwich's `unpack_object` reads an object's type-and-size header a byte at a time through
-    `read`, then its compressed data through `recv`; after the pack header, a one-byte `read`
-    that follows a `recv` starts the next object's header.
-    """
-
-    def __init__(
-        self,
-        hash_func: Any,
-        read_all: Callable[[int], bytes],
-        read_some: Callable[[int], bytes] | None,
-        *,
-        budget: Budget,
-    ) -> None:
-        super().__init__(hash_func, read_all, read_some)
-        self._budget = budget
-        self._started = False  # the pack's own header is read
-        self._header: bytearray | None = bytearray()  # the object header being read, if any
-
-    def read(self, size: int) -> bytes:
-        data = super().read(size)
-        if not self._started:
-            self._started = True
-        elif self._header is not None and size == 1 and data:
-            self._header += data
-            if not data[0] & 0x80:  # the header's last byte
-                self._budget.charge(_declared_size(bytes(self._header)))
-                self._header = None
-        return data
-
-    def recv(self, size: int) -> bytes:
-        data = super().recv(size)
-        self._header = bytearray()  # whatever `read(1)` comes next heads the next object
-        return data
-
-
-def _declared_size(header: bytes) -> int:
-    """The size in a pack object's header: 4 bits in the first byte, then 7 per byte."""
-    size = header[0] & 0x0F
-    for shift, byte in enumerate(header[1:]):
-        size |= (byte & 0x7F) << (4 + 7 * shift)
-    return size
-
-
 def delta_target_size(delta: list[bytes]) -> int:
     """The result size a git delta declares (its second varint) without applying it."""
     data = b""
@@ -184,12 +177,12 @@ class _Deltas:
         self._budget = budget
         self._by_offset: dict[int, tuple[int, list[bytes]]] = {}
         self._by_sha: dict[bytes, tuple[int, list[bytes]]] = {}
-        self._waiting: dict[int | bytes, list[UnpackedObject]] = defaultdict(list)
+        self._waiting: dict[int | bytes, list[Entry]] = defaultdict(list)
 
-    def resolve(self, unpacked: UnpackedObject) -> Iterator[ShaFile]:
-        """The objects `unpacked` completes: itself, if its base is known, and the deltas
+    def resolve(self, entry: Entry) -> Iterator[ShaFile]:
+        """The objects `entry` completes: itself, if its base is known, and the deltas
         waiting on it, transitively."""
-        todo = [unpacked]
+        todo = [entry]
         while todo:
             current = todo.pop()
             resolved = self._apply(current)
@@ -197,7 +190,6 @@ class _Deltas:
                 continue
             type_num, chunks = resolved
             obj = ShaFile.from_raw_chunks(type_num, chunks)
-            assert current.offset is not None
             self._by_offset[current.offset] = resolved
             sha = hex_to_sha(obj.id)
             self._by_sha[sha] = resolved
@@ -205,24 +197,21 @@ class _Deltas:
             todo.extend(self._waiting.pop(sha, ()))
             yield obj
 
-    def _apply(self, unpacked: UnpackedObject) -> tuple[int, list[bytes]] | None:
-        if unpacked.pack_type_num not in DELTA_TYPES:
-            return unpacked.pack_type_num, unpacked.decomp_chunks
-        assert unpacked.offset is not None and unpacked.delta_base is not None
-        if unpacked.pack_type_num == OFS_DELTA:
-            assert isinstance(unpacked.delta_base, int)
-            base_offset = unpacked.offset - unpacked.delta_base
-            key: int | bytes = base_offset
-            base = self._by_offset.get(base_offset)
+    def _apply(self, entry: Entry) -> tuple[int, list[bytes]] | None:
+        if entry.type_num not in DELTA_TYPES:
+            return entry.type_num, entry.chunks
+        assert entry.base is not None
+        if entry.type_num == OFS_DELTA:
+            assert isinstance(entry.base, int)
+            base = self._by_offset.get(entry.base)
         else:
-            assert isinstance(unpacked.delta_base, bytes)
-            key = unpacked.delta_base
-            base = self._by_sha.get(unpacked.delta_base)
+            assert isinstance(entry.base, bytes)
+            base = self._by_sha.get(entry.base)
         if base is None:
-            self._waiting[key].append(unpacked)
+            self._waiting[entry.base].append(entry)
             return None
-        self._budget.charge(delta_target_size(unpacked.decomp_chunks))
-        type_num, chunks = base[0], apply_delta(base[1], unpacked.decomp_chunks)
+        self._budget.charge(delta_target_size(entry.chunks))
+        type_num, chunks = base[0], apply_delta(base[1], entry.chunks)
         # As dulwich's own resolver: only a blob may be empty (a too-short delta must not
         # make an empty commit or tree).
         if type_num != Blob.type_num and not any(chunks):
@@ -252,9 +241,7 @@ def check_dumb_object(url: str, body: bytes, budget: Budget) -> None:
     if LOOSE_OBJECT.search(url):
         inflate_counted(body, budget)
     elif url.endswith(".pack"):
-        reader = BudgetedPackReader(
-            DEFAULT_OBJECT_FORMAT.hash_func, BytesIO(body).read, None, budget=budget
-        )
-        for unpacked in reader.read_objects():  # one object in memory at a time
-            if unpacked.pack_type_num in DELTA_TYPES:
-                budget.charge(delta_target_size(unpacked.decomp_chunks))
+        entries = read_pack(BytesIO(body).read, DEFAULT_OBJECT_FORMAT.hash_func, budget)
+        for entry in entries:  # one object in memory at a time
+            if entry.type_num in DELTA_TYPES:
+                budget.charge(delta_target_size(entry.chunks))

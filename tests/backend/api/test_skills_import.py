@@ -271,6 +271,24 @@ async def test_limits_refuse_a_large_download_a_slow_source_and_a_failing_one(
     assert_error(await do_import(client, alice, server.url("/gone.zip")), 502, "fetch_failed")
 
 
+async def test_a_git_pack_over_the_download_limit_is_refused_as_it_streams(
+    app: FastAPI, client: httpx.AsyncClient, alice: Account, server: SourceServer, tmp_path: Path
+) -> None:
+    # The refs answer fits; the pack (read as it arrives, not buffered whole) does not.
+    noise = random.Random(1).randbytes(64 * 1024)
+    git_repo(tmp_path / "repo", {**skill_files("alpha"), "skills/alpha/noise.bin": noise})
+    server.repos["skills"] = tmp_path / "repo"
+    saved = app.state.settings
+    app.state.settings = saved.model_copy(update={"import_max_download_bytes": 16 * 1024})
+    response = await do_import(client, alice, server.url("/git/skills.git"))
+    assert_error(response, 413, "download_too_large")
+    assert (await client.get(SKILLS, headers=alice.headers)).json()["items"] == []
+    app.state.settings = saved
+    assert results(await do_import(client, alice, server.url("/git/skills.git"))) == {
+        "alpha": "created"
+    }
+
+
 async def test_sync_of_an_uploaded_skill_is_409_and_of_a_missing_one_404(
     client: httpx.AsyncClient, alice: Account
 ) -> None:

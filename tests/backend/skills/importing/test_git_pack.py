@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import hashlib
+import time
 import zlib
 from collections.abc import Callable
 from io import BytesIO
 
 import pytest
-from dulwich.errors import ChecksumMismatch
+from dulwich.errors import ChecksumMismatch, FileFormatException
 from dulwich.object_format import DEFAULT_OBJECT_FORMAT
 from dulwich.objects import Blob
 from dulwich.pack import (
@@ -21,7 +22,7 @@ from dulwich.pack import (
 )
 
 from backend.skills.errors import ErrorCode, PackageError
-from backend.skills.importing.packs import FetchStore
+from backend.skills.importing.packs import BROKEN_PACK, PIPE_BATCH, FetchStore
 
 # An entry is written at an offset; it gets the offsets written so far (by index).
 Entry = Callable[[int, list[int]], tuple[int, object]]
@@ -65,14 +66,24 @@ def blobs() -> list[Blob]:
     return [Blob.from_string(text + b"version %d\n" % n) for n in range(4)]
 
 
-def stored(pack: bytes, budget: int = 1 << 30) -> dict[bytes, bytes]:
-    store = FetchStore(budget)
-    store.add_thin_pack(BytesIO(pack).read, None)
+def stored(pack: bytes, budget: int = 1 << 30, chunk: int = 4096) -> dict[bytes, bytes]:
+    """The pack's objects, written into the store `chunk` bytes at a time as dulwich's
+    fetch does (`add_pack`: parsed by its own thread as the bytes arrive)."""
+    store = FetchStore(budget, read_timeout=30)
+    pipe, commit, abort = store.add_pack()
+    try:
+        for at in range(0, len(pack), chunk):
+            pipe.write(pack[at : at + chunk])
+    except BaseException:
+        abort()
+        raise
+    commit()
     store.raise_failure()
     return {sha: store[sha].as_raw_string() for sha in store._data}
 
 
-def test_offset_and_ref_deltas_resolve_in_any_order_to_the_same_objects() -> None:
+@pytest.mark.parametrize("chunk", [1, 7, 4096, 1 << 20])
+def test_offset_and_ref_deltas_resolve_in_any_order_to_the_same_objects(chunk: int) -> None:
     a, b, c, d = blobs()
     pack = build_pack(
         [
@@ -82,7 +93,17 @@ def test_offset_and_ref_deltas_resolve_in_any_order_to_the_same_objects() -> Non
             ref_delta(b, d),  # its base is itself a delta
         ]
     )
-    assert stored(pack) == {blob.id: blob.as_raw_string() for blob in (a, b, c, d)}
+    assert stored(pack, chunk=chunk) == {blob.id: blob.as_raw_string() for blob in (a, b, c, d)}
+
+
+def test_a_pack_read_whole_gives_the_same_objects_and_nothing_fetched_is_nothing() -> None:
+    a, b, _, _ = blobs()
+    pack = build_pack([full(a), ofs_delta(0, a, b)])
+    store = FetchStore(1 << 30)
+    store.add_thin_pack(BytesIO(pack).read, None)
+    store.raise_failure()
+    assert {sha: store[sha].as_raw_string() for sha in store._data} == stored(pack)
+    assert stored(b"") == {}  # a fetch that wanted nothing writes no pack
 
 
 def test_a_corrupt_truncated_or_unresolvable_pack_is_refused() -> None:
@@ -96,6 +117,13 @@ def test_a_corrupt_truncated_or_unresolvable_pack_is_refused() -> None:
         stored(good[: len(good) // 2])
     with pytest.raises(UnresolvedDeltas):
         stored(build_pack([full(a), ref_delta(c, b)]))  # c is not in the pack
+    for at in (20, len(good) // 2):  # inside the first object's deflate data, the delta's
+        garbled = bytearray(good)
+        garbled[at : at + 8] = b"\xff" * 8
+        with pytest.raises(BROKEN_PACK):
+            stored(bytes(garbled))
+    with pytest.raises(FileFormatException):
+        stored(b"PACK" + (9).to_bytes(4, "big") + good[8:])  # no such pack version
 
 
 def test_objects_are_charged_to_the_unpacked_budget_before_they_are_inflated() -> None:
@@ -127,3 +155,30 @@ def test_a_pack_of_zeros_that_declares_gigabytes_is_refused_unread() -> None:
     with pytest.raises(PackageError) as refused:
         stored(pack, budget=64 << 20)
     assert refused.value.code == ErrorCode.UNCOMPRESSED_TOO_LARGE
+
+
+def test_a_refused_pack_stops_its_writer_at_the_next_write() -> None:
+    # The download feeding the parser ends as soon as the parser refuses what it read.
+    store = FetchStore(100, read_timeout=30)
+    pipe, _commit, abort = store.add_pack()
+    a, _, _, _ = blobs()  # over the 100-byte budget
+    pack = build_pack([full(a)])
+    pipe.write(pack[:64])
+    with pytest.raises(PackageError) as refused:
+        for _ in range(1000):  # the parser needs a moment to read and refuse
+            pipe.write(bytes(PIPE_BATCH))  # each write hands a batch over
+            time.sleep(0.01)
+    abort()
+    assert refused.value.code == ErrorCode.UNCOMPRESSED_TOO_LARGE
+    assert store.failure is refused.value
+
+
+def test_a_pack_that_stops_arriving_fails_the_parse_with_the_stores_timeout() -> None:
+    store = FetchStore(1 << 30, read_timeout=0.2, timed_out=lambda: TimeoutError("stalled"))
+    pipe, commit, _abort = store.add_pack()
+    a, _, _, _ = blobs()
+    pipe.write(build_pack([full(a)])[:40])
+    time.sleep(0.5)
+    commit()
+    with pytest.raises(TimeoutError, match="stalled"):
+        store.raise_failure()
