@@ -9,12 +9,17 @@ from typing import Any, cast
 from sqlalchemy import Integer, Table, and_, bindparam, case, func, insert, or_, select, update
 from sqlalchemy.engine import CursorResult
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from backend.db.models import Conversation, Message, User, UserQuota
 from backend.db.types import utcnow
 from backend.errors import NotFound
 from backend.kinds import cursor
+
+# The turn's hot path runs its prebuilt Core statements on a plain connection where it can: a
+# Session around one or two statements cost more CPU than the statements (pool checkout, ORM
+# execution, closing). Both have the same `execute` and `commit`.
+Executor = AsyncSession | AsyncConnection
 
 TITLE_CHARS = 80
 DEFAULT_TITLE = "New conversation"  # until the first message names the conversation
@@ -47,6 +52,8 @@ _ADD_USER_MESSAGE = (
     .values(conversation_id=bindparam("cid"), role="user", content=bindparam("content"))
     .returning(_MESSAGES.c.id)
 )
+# An answer, every column given (the returned message is built from the same values).
+_ADD_REPLY = insert(_MESSAGES).returning(_MESSAGES.c.id)
 # A turn's conversation, its owner and their quota overrides, with the message window: one
 # query (the outer join still yields the owner when no message matches).
 _WINDOW = (
@@ -116,7 +123,7 @@ async def get(session: AsyncSession, user_id: int, conversation_id: str) -> Conv
 
 
 async def quota_overrides_if_owned(
-    session: AsyncSession, user_id: int, conversation_id: str
+    session: Executor, user_id: int, conversation_id: str
 ) -> dict[str, Any] | None:
     """`get`'s ownership check (404 otherwise) and, in the same query, the user's quota
     overrides (`user_quotas.limits`; None without a row), which admitting a turn needs."""
@@ -157,7 +164,7 @@ async def delete(session: AsyncSession, user_id: int, conversation_id: str) -> N
 
 
 async def add_user_message(
-    session: AsyncSession, user_id: int, conversation_id: str, content: str
+    session: Executor, user_id: int, conversation_id: str, content: str
 ) -> int:
     """Store a user message in the user's conversation (404 otherwise), its id; a conversation still
     called `DEFAULT_TITLE` is named after it. One UPDATE does the ownership check, the touch and
@@ -172,7 +179,7 @@ async def add_user_message(
 
 
 async def add_reply(
-    session: AsyncSession,
+    session: Executor,
     conversation_id: str,
     reply_to: int,
     *,
@@ -183,28 +190,33 @@ async def add_reply(
     usage: dict[str, Any],
     error: dict[str, Any] | None = None,
 ) -> Message:
-    """Store the assistant's answer to `reply_to`, once: a retried turn gets the stored one."""
-    message = Message(
-        conversation_id=conversation_id,
-        role="assistant",
-        content=content,
-        status=status,
-        reply_to=reply_to,
-        tool_calls=tool_calls,
-        loaded_skills=loaded_skills,
-        usage=usage,
-        error=error,
-    )
-    session.add(message)
+    """Store the assistant's answer to `reply_to` and commit the session's transaction (the turn's
+    other writes go with it), once: a retried turn gets the stored one, and its writes are
+    rolled back. The answer comes back detached, as stored."""
+    values: dict[str, Any] = {
+        "conversation_id": conversation_id,
+        "role": "assistant",
+        "content": content,
+        "status": status,
+        "reply_to": reply_to,
+        "tool_calls": tool_calls,
+        "loaded_skills": loaded_skills,
+        "usage": usage,
+        "error": error,
+        "created_at": utcnow(),
+    }
     try:
+        added = await session.execute(_ADD_REPLY, values)
+        message_id = int(added.scalar_one())
         await session.commit()
     except IntegrityError:
         await session.rollback()
-        existing = await session.scalar(select(Message).where(Message.reply_to == reply_to))
+        stored = await session.execute(select(_MESSAGES).where(_MESSAGES.c.reply_to == reply_to))
+        existing = stored.mappings().first()
         if existing is None:
             raise
-        return existing
-    return message
+        return Message(**existing)
+    return Message(id=message_id, **values)
 
 
 async def turn_window(

@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 import redis.asyncio as aioredis
 from cryptography.fernet import Fernet
 from langchain_core.language_models import BaseChatModel
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from backend.chat import conversations
 from backend.chat.admission import Admission, LocalAdmission, RedisAdmission
@@ -93,6 +93,12 @@ class ChatRuntime:
         return self._sessionmaker
 
     @property
+    def engine(self) -> AsyncEngine:
+        """The main pool's engine (the sessionmaker's)."""
+        engine: AsyncEngine = self.sessionmaker.kw["bind"]
+        return engine
+
+    @property
     def started(self) -> bool:
         return self._machinery is not None
 
@@ -124,9 +130,9 @@ class ChatRuntime:
         many turns running as `SKILLHIVE_MAX_CONCURRENT_TURNS_PER_USER`. `owned` runs once the
         conversation is known to be the user's, before the turn can start (a socket joins the
         conversation's room there, so the ownership check is not read twice)."""
-        # One session reads and writes: a second checkout cost a turn a pool round trip and a
-        # ROLLBACK on aiosqlite's thread. It holds no lock between its read and its write.
-        async with self.sessionmaker() as session:
+        # One connection reads and writes (prebuilt Core statements, no Session): a second
+        # checkout cost a turn a pool round trip. It holds no lock between its read and write.
+        async with self.engine.connect() as session:
             # Ownership before the claim: a 409 for someone else's busy conversation would tell
             # them it exists.
             own = await conversations.quota_overrides_if_owned(session, user_id, conversation_id)

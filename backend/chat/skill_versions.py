@@ -17,7 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 from sqlalchemy import bindparam, select
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from backend.db.models import ConversationSkill
 from backend.db.types import utcnow
@@ -65,7 +65,7 @@ def changes(before: Mapping[str, int], now: Mapping[str, UsedVersion]) -> list[S
 
 
 async def record(
-    session: AsyncSession, conversation_id: str, used: Mapping[str, UsedVersion]
+    session: AsyncConnection, conversation_id: str, used: Mapping[str, UsedVersion]
 ) -> None:
     """Upsert the versions in the caller's transaction (committed with the turn's answer)."""
     if not used:
@@ -80,7 +80,7 @@ async def record(
         }
         for name, u in sorted(used.items())
     ]
-    dialect = session.get_bind().dialect.name
+    dialect = session.dialect.name
     insert: Any = postgresql.insert if dialect == "postgresql" else sqlite.insert
     stmt = insert(ConversationSkill).values(rows)
     await session.execute(

@@ -15,7 +15,7 @@ from typing import Any
 
 from cryptography.fernet import Fernet
 from langchain_core.language_models import BaseChatModel
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from backend.artifacts.turn_files import turn_access
 from backend.chat import conversations, skill_versions
@@ -119,6 +119,7 @@ class TurnRunner:
         self._slots = asyncio.Semaphore(slots) if slots is not None else None
         self.quotas = quotas  # ops: tokens per day, charged per model call
         self.sessionmaker = sessionmaker
+        self.engine: AsyncEngine = sessionmaker.kw["bind"]  # the pool the sessions use
         self.settings = settings
         self.cipher = cipher
         self.package_source = package_source
@@ -387,9 +388,10 @@ class TurnRunner:
         account: TurnAccount | None = None,
         used: dict[str, UsedVersion] | None = None,
     ) -> Message:
-        async with self.sessionmaker() as session:
+        # Prebuilt Core statements on a connection: no Session, no unit of work.
+        async with self.engine.connect() as session:
             if account is not None:  # ops: committed with the answer, or not at all
-                record_calls(session, account, progress.calls)
+                await record_calls(session, account, progress.calls)
             if outcome is not None and outcome.type == "done":
                 # The versions of the skills still loaded, committed with the answer.
                 loaded = {s.name for s in outcome.loaded_skills}

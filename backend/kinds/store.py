@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Text, and_, cast, func, or_, select, text, update
+from sqlalchemy import Text, and_, bindparam, cast, func, or_, select, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.elements import ColumnElement
@@ -61,15 +61,19 @@ def _in_scopes(scopes: list[Scope]) -> ColumnElement[bool]:
     return or_(*(and_(Kind.user_id == s.user_id, Kind.namespace == s.namespace) for s in scopes))
 
 
+# Built once with bind parameters: every turn reads its Ghost, and building the statement and
+# its cache key cost more than the lookup (SQLAlchemy memoizes a built statement's key).
+_GET = select(Kind).where(
+    Kind.kind == bindparam("kind"),
+    Kind.user_id == bindparam("uid"),
+    Kind.namespace == bindparam("ns"),
+    Kind.name == bindparam("name"),
+)
+
+
 async def get(session: AsyncSession, kind: str, scope: Scope, name: str) -> Kind:
-    row = await session.scalar(
-        select(Kind).where(
-            Kind.kind == kind,
-            Kind.user_id == scope.user_id,
-            Kind.namespace == scope.namespace,
-            Kind.name == name,
-        )
-    )
+    params = {"kind": kind, "uid": scope.user_id, "ns": scope.namespace, "name": name}
+    row = await session.scalar(_GET, params)
     if row is None:  # someone else's object is indistinguishable from none
         raise NotFoundError(
             f"{kind} {name!r} not found {_place(kind, scope)}",

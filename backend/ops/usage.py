@@ -11,10 +11,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from sqlalchemy import Date, cast, func, select
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy import Date, Table, cast, func, insert, select
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from backend.db.models import UsageRecord, User
+from backend.db.types import utcnow
 from chat_shell import UsageEvent
 
 GroupBy = Literal["day", "ghost", "model", "user"]
@@ -31,20 +32,34 @@ class TurnAccount:
     message_id: int
 
 
-def record_calls(session: AsyncSession, account: TurnAccount, calls: Sequence[UsageEvent]) -> None:
-    """Add one row per model call to the session (the caller commits)."""
-    session.add_all(
-        UsageRecord(
-            user_id=account.user_id,
-            ghost=account.ghost,
-            model=account.model,
-            conversation_id=account.conversation_id,
-            message_id=account.message_id,
-            prompt_tokens=call.prompt_tokens,
-            completion_tokens=call.completion_tokens,
-            estimated=call.estimated,
-        )
-        for call in calls
+# Core, not the ORM's unit of work: nothing reads the rows back.
+_RECORDS: Table = UsageRecord.__table__  # type: ignore[assignment]
+_ADD_RECORDS = insert(_RECORDS)
+
+
+async def record_calls(
+    session: AsyncConnection, account: TurnAccount, calls: Sequence[UsageEvent]
+) -> None:
+    """Write one row per model call in the session's transaction (the caller commits)."""
+    if not calls:
+        return
+    now = utcnow()
+    await session.execute(
+        _ADD_RECORDS,
+        [
+            {
+                "user_id": account.user_id,
+                "ghost": account.ghost,
+                "model": account.model,
+                "conversation_id": account.conversation_id,
+                "message_id": account.message_id,
+                "prompt_tokens": call.prompt_tokens,
+                "completion_tokens": call.completion_tokens,
+                "estimated": call.estimated,
+                "created_at": now,
+            }
+            for call in calls
+        ],
     )
 
 

@@ -87,6 +87,9 @@ class ClientPacket(socketio_packet.Packet):  # type: ignore[misc]
     id) with `data = None`, so an event can still be answered `invalid_frame`."""
 
     json = BoundedJson
+    # JSON events only (frames of the binary types are refused above): no walk through every
+    # outgoing payload looking for bytes, which cost each emitted event more than encoding it.
+    uses_binary_events = False
 
     def decode(self, encoded_packet: str | bytes) -> int:
         try:
