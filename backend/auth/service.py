@@ -23,8 +23,8 @@ USER_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
 # Writing last_used_at on every request would turn each read into a write; once a minute is
 # precise enough for "when was this token last used" and keeps hot paths read-only.
 LAST_USED_RESOLUTION = timedelta(seconds=60)
-REFUSALS_BATCH = 500
-M = TypeVar("M", bound=Base)  # token ids per query when open sockets are checked again
+REFUSALS_BATCH = 500  # token ids per query when open sockets are checked again
+M = TypeVar("M", bound=Base)
 
 
 @dataclass(frozen=True)
