@@ -32,8 +32,7 @@ from backend.skills.search.engine import (
     GIN_ONLY,
     ROWS_CAP,
     Counts,
-    frequencies_sql,
-    read_frequencies,
+    CountsQuery,
     request_stems,
     search,
     where_sql,
@@ -208,9 +207,9 @@ async def _catalog(
         "AND skill_search.uses_secrets IS true) AS secrets",
         f"CASE WHEN {fits} THEN 1 ELSE 0 END AS fits",
     ]
-    if stems:
-        frequencies = frequencies_sql(dialect, where, stems)
-        columns.append(f"CASE WHEN NOT ({fits}) THEN {frequencies} END AS df")
+    query = CountsQuery.of(dialect, where, stems) if stems else None
+    if query is not None:
+        columns.append(f"CASE WHEN NOT ({fits}) THEN {query.sql()} END AS df")
     if dialect == "postgresql":
         columns.append(f"{GIN_ONLY} AS gin")
     entries = ", ".join(c.key for c in _ENTRY_COLUMNS)
@@ -230,8 +229,8 @@ async def _catalog(
     count, chars, secrets = int(head[0]), int(head[1]), bool(head[2])
     fits_budget = count <= most and chars <= budget_chars
     counts = None
-    if not fits_budget and stems:
-        counts = Counts(min(count, ROWS_CAP), read_frequencies(stems, head[3]))
+    if not fits_budget and query is not None:
+        counts = await query.counts(session, head[3])
     width = len(_ENTRY_COLUMNS)
     rows = [_Entry(*r[4 : 4 + width]) for r in found if fits_budget and r[4] is not None]
     return _Catalog(fits_budget, secrets, counts, rows)

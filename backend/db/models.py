@@ -239,6 +239,8 @@ class SkillSearch(Base):
     sha256: Mapped[str] = mapped_column(String(64))
     catalog_chars: Mapped[int] = mapped_column(Integer)  # of its catalog entry
     uses_secrets: Mapped[bool] = mapped_column(Boolean)  # its MCP servers name `${{secrets.*}}`
+    # Random, drawn anew by every write of the row: fingerprints samples (search/sample.py).
+    revision: Mapped[int] = mapped_column(BigInteger)
     name_terms: Mapped[str] = mapped_column(Text)
     tag_terms: Mapped[str] = mapped_column(Text)
     when_terms: Mapped[str] = mapped_column(Text)
