@@ -225,6 +225,8 @@ class SkillSearch(Base):
     __table_args__ = (
         Index("ix_skill_search_user_id_namespace", "user_id", "namespace", "name"),
         Index("ix_skill_search_uses_secrets", "uses_secrets"),  # turns ask "any?" of thousands
+        # A namespace's rows in the order search samples them (search/sample.py).
+        Index("ix_skill_search_user_id_namespace_revision", "user_id", "namespace", "revision"),
     )
 
     kind_id: Mapped[int] = mapped_column(

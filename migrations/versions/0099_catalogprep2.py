@@ -1,7 +1,8 @@
 """skill search revisions: `skill_search.revision`, a random number each write of a row draws
 
 Fingerprints the sample a search counts words in, so the counts are kept per version of the
-sample (backend/skills/search/sample.py). Existing rows get a random revision each.
+sample, and orders it: the sample is a random one (backend/skills/search/sample.py). Existing
+rows get a random revision each.
 
 Revision ID: 0099_catalogprep2
 Revises: 0007_skill_pins
@@ -31,7 +32,13 @@ def upgrade() -> None:
         op.alter_column("skill_search", "revision", server_default=None)
     else:  # SQLite keeps the default: dropping it would rebuild the table under its FTS5 index
         op.execute(f"UPDATE skill_search SET revision = abs(random()) % {_MAX}")
+    op.create_index(
+        "ix_skill_search_user_id_namespace_revision",
+        "skill_search",
+        ["user_id", "namespace", "revision"],
+    )
 
 
 def downgrade() -> None:
+    op.drop_index("ix_skill_search_user_id_namespace_revision", table_name="skill_search")
     op.drop_column("skill_search", "revision")

@@ -71,6 +71,9 @@ EVIDENCE_HALF = 0.5  # evidence is 1/2 at this many rarest-term units of matched
 # matching and the score): on PostgreSQL a small tsvector ranks thousands of rows cheaply.
 _PG_WEIGHTS = "{0.0, 0.4, 0.6, 1.0}"  # D body, C description, B tags and when, A name
 _FTS_WEIGHTS = "10.0, 6.0, 6.0, 4.0, 0.0"
+# The weight of each field's words in PostgreSQL's `document`, in the same field order
+# (migration 0003): tags and "when to use" share B, as they share their field weight.
+_PG_FIELD_WEIGHTS = "ABBCD"
 
 
 @dataclass(frozen=True)
@@ -347,32 +350,42 @@ async def _candidates(
     # The term fields are tested only for the rows chosen: the database would otherwise test
     # every matching row before sorting. Their order does not matter, scores order the hits.
     ids = _candidate_ids(dialect, where.sql, stems, ranked=ranked)
-    # Each field is padded once per row, in a subquery the planner may not fold into the
-    # outer one (PostgreSQL `OFFSET 0`): written in every test, a stored body would be
-    # decompressed and copied once per stem.
+    columns = "kind_id, user_id, namespace, name, description"
+    if dialect == "postgresql":
+        flags = _pg_presence(scored)
+        return await _rows(
+            session,
+            f"SELECT {columns}, {flags} AS flags FROM skill_search AS c WHERE kind_id IN ({ids})",
+            where,
+        )
     padded = ", ".join(
         f"' ' || {column} || ' ' AS f{i}" for i, (column, _) in enumerate(FIELD_WEIGHTS)
     )
-    fence = " OFFSET 0" if dialect == "postgresql" else ""
     stmt = (
-        f"SELECT kind_id, user_id, namespace, name, description, "
-        f"{_presence(dialect, scored)} AS flags FROM (SELECT kind_id, user_id, namespace, "
-        f"name, description, {padded} FROM skill_search WHERE kind_id IN ({ids}){fence}) AS c"
+        f"SELECT {columns}, {_presence(scored)} AS flags "
+        f"FROM (SELECT {columns}, {padded} FROM skill_search WHERE kind_id IN ({ids})) AS c"
     )
     return await _rows(session, stmt, where)
 
 
-def _presence(dialect: str, stems: Sequence[str]) -> str:
-    """Whether each term field holds each stem, field by field, as one string of `0` and `1`:
-    what scoring needs, computed where the rows are. Fetching the fields instead moved
-    kilobytes of body terms per candidate to Python to test a handful of words; one column per
-    flag cost more to describe and convert than the scoring. Stems are letters and digits.
-    Written short: the driver scans the statement's text for placeholders on every search."""
-    find = "strpos" if dialect == "postgresql" else "instr"
-    tests = [f"{find}(c.f{i},' {stem} ')>0" for i in range(len(FIELD_WEIGHTS)) for stem in stems]
-    if dialect == "postgresql":
-        return f"array_to_string(ARRAY[{','.join(tests)}]::int[],'')"
-    return _concat([f"({test})" for test in tests])  # SQLite: a comparison is 0 or 1
+def _presence(stems: Sequence[str]) -> str:
+    """SQLite: whether each term field holds each stem, field by field, as one string of `0`
+    and `1`: what scoring needs, computed where the rows are. Fetching the fields instead
+    moved kilobytes of body terms per candidate to Python to test a handful of words; one
+    column per flag cost more to describe and convert than the scoring. Stems are letters
+    and digits. Written short: the driver scans the statement's text for placeholders on
+    every search."""
+    tests = [f"(instr(c.f{i},' {stem} ')>0)" for i in range(len(FIELD_WEIGHTS)) for stem in stems]
+    return _concat(tests)  # a comparison is 0 or 1
+
+
+def _pg_presence(stems: Sequence[str]) -> str:
+    """PostgreSQL: `_presence`'s flags from the row's `document`, whose weights say the field
+    of each word (`_PG_FIELD_WEIGHTS`): a lookup in the tsvector the row holds, where testing
+    the term texts read each candidate's body terms out of line (TOAST)."""
+    labels = _PG_FIELD_WEIGHTS
+    tests = [f"c.document@@'''{stem}'':{label}'::tsquery" for label in labels for stem in stems]
+    return f"array_to_string(ARRAY[{','.join(tests)}]::int[],'')"
 
 
 def _concat(parts: Sequence[str]) -> str:

@@ -65,7 +65,14 @@ def sample_sql(dialect: str, where: str, known: SampleWords | None) -> str:
     fingerprint aggregated, in the same statement (one snapshot)."""
     fingerprint = known.fingerprint if known is not None else ""
     assert fingerprint == "" or _FINGERPRINT.fullmatch(fingerprint), fingerprint
-    sample = f"SELECT kind_id, revision FROM skill_search WHERE {where} LIMIT {ROWS_CAP}"
+    # By revision: a random sample, the same until a write (a tie of 52 random bits would only
+    # count it again). A plain LIMIT took the rows a scan met first, and PostgreSQL starts a
+    # large table's scans where another one is (synchronized scans): a new sample each time.
+    # An index gives an owner's namespace in this order without sorting it.
+    sample = (
+        f"SELECT kind_id, revision FROM skill_search WHERE {where} "
+        f"ORDER BY skill_search.revision LIMIT {ROWS_CAP}"
+    )
     if dialect == "postgresql":
         ids = "array_agg(t.kind_id)"
         # Each row's lexemes once (a tsvector holds each lexeme once), counted over the rows.
