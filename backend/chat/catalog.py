@@ -30,7 +30,6 @@ from backend.errors import SkillhiveError
 from backend.skills import versions
 from backend.skills.search.engine import (
     GIN_ONLY,
-    ROWS_CAP,
     Counts,
     CountsQuery,
     request_stems,
@@ -189,15 +188,16 @@ async def _catalog(
 ) -> _Catalog:
     """Whether the full catalog fits the budget, whether a skill names a user secret, and when
     it fits its entries, else the counts of the search for the message (`stems`), in one
-    query that reads at most as many rows as the budget could hold or search counts. The
-    entries join only when it fits, the counts are made only when it does not (a CASE branch
-    the database never enters otherwise). On PostgreSQL it also sets the plans for the search
+    query that reads at most as many catalog rows as the budget could hold (and the search
+    sample's fingerprint, with its word counts when they are not kept: engine.CountsQuery).
+    The entries join only when it fits, the counts are made only when it does not (a CASE
+    branch the database never enters otherwise). On PostgreSQL it also sets the plans for the search
     that follows."""
     dialect = session.get_bind().dialect.name
     where = where_sql(session, source)
     budget_chars = budget_tokens * CHARS_PER_TOKEN
     most = budget_chars // _MIN_ENTRY_CHARS
-    read = max(most + 1, ROWS_CAP)
+    read = most + 1  # enough to tell it does not fit
     total = "coalesce(sum(sizes.chars), 0)"
     fits = f"count(*) <= {most} AND {total} <= {budget_chars}"
     columns = [

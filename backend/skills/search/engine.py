@@ -296,10 +296,13 @@ def _fts_match(stems: Sequence[str], *, head: bool = False) -> str:
 
 def _candidate_ids(dialect: str, where: str, stems: Sequence[str], *, ranked: bool) -> str:
     """Rows matching any of `stems`: all of them, or (`ranked`) the engine's best among those
-    matching in name, tags, "when to use" or description."""
+    matching in name, tags, "when to use" or description. By `kind_id`; on PostgreSQL by
+    `ctid`, the rows' place, which the statement reading them then visits directly (one
+    statement, one snapshot: the places hold)."""
     if not ranked:
+        key = "ctid" if dialect == "postgresql" else "kind_id"
         return (
-            f"SELECT kind_id FROM skill_search WHERE ({where}) AND {_contains(dialect, stems)} "
+            f"SELECT {key} FROM skill_search WHERE ({where}) AND {_contains(dialect, stems)} "
             f"LIMIT {SCORE_ALL}"
         )
     if dialect == "postgresql":
@@ -326,13 +329,13 @@ def _pg_ranked_ids(where: str, stems: Sequence[str]) -> str:
     # A branch's rank is computed only for the rows it gives; the outer LIMIT stops the `any`
     # branch as soon as the first gave enough. A row in both counts once.
     branches = " UNION ALL ".join(
-        f"(SELECT kind_id, name, {rank} AS rank FROM skill_search "
+        f"(SELECT ctid, name, {rank} AS rank FROM skill_search "
         f"WHERE ({where}) AND skill_search.head @@ {_tsquery(tier)} LIMIT {RANK_POOL})"
         for tier in tiers
     )
     return (
-        f"SELECT kind_id FROM (SELECT * FROM ({branches}) AS tiers LIMIT {RANK_POOL}) AS pooled "
-        "GROUP BY kind_id, name "
+        f"SELECT ctid FROM (SELECT * FROM ({branches}) AS tiers LIMIT {RANK_POOL}) AS pooled "
+        "GROUP BY ctid, name "
         f"ORDER BY max(rank) DESC, name LIMIT {CANDIDATES}"
     )
 
@@ -355,7 +358,8 @@ async def _candidates(
         flags = _pg_presence(scored)
         return await _rows(
             session,
-            f"SELECT {columns}, {flags} AS flags FROM skill_search AS c WHERE kind_id IN ({ids})",
+            f"SELECT {columns}, {flags} AS flags FROM skill_search AS c "
+            f"WHERE c.ctid = ANY(ARRAY({ids}))",
             where,
         )
     padded = ", ".join(
