@@ -225,8 +225,16 @@ class SkillSearch(Base):
     __table_args__ = (
         Index("ix_skill_search_user_id_namespace", "user_id", "namespace", "name"),
         Index("ix_skill_search_uses_secrets", "uses_secrets"),  # turns ask "any?" of thousands
-        # A namespace's rows in the order search samples them (search/sample.py).
-        Index("ix_skill_search_user_id_namespace_revision", "user_id", "namespace", "revision"),
+        # A namespace's rows in the order search samples them (search/sample.py); on PostgreSQL
+        # with what the sample reads, so an index-only scan takes it in that order even where
+        # plain index scans are off (engine.GIN_ONLY).
+        Index(
+            "ix_skill_search_user_id_namespace_revision",
+            "user_id",
+            "namespace",
+            "revision",
+            postgresql_include=["kind_id", "enabled", "chat"],
+        ),
     )
 
     kind_id: Mapped[int] = mapped_column(

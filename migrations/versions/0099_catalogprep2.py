@@ -36,6 +36,7 @@ def upgrade() -> None:
         "ix_skill_search_user_id_namespace_revision",
         "skill_search",
         ["user_id", "namespace", "revision"],
+        postgresql_include=["kind_id", "enabled", "chat"],
     )
 
 

@@ -271,6 +271,12 @@ def _missed(words: SampleWords | None, stems: Sequence[str]) -> list[str]:
 GIN_ONLY = (
     "concat(set_config('enable_seqscan', 'off', true), set_config('enable_indexscan', 'off', true))"
 )
+# Undoes GIN_ONLY for what follows the candidates' statement (the settings' defaults): another
+# search in the transaction samples its selection by an ordered index scan (sample.py), which
+# GIN_ONLY would turn into reading and sorting the whole selection.
+_GIN_DONE = (
+    "concat(set_config('enable_seqscan', 'on', true), set_config('enable_indexscan', 'on', true))"
+)
 
 
 async def _counts(
@@ -359,7 +365,7 @@ async def _candidates(
         return await _rows(
             session,
             f"SELECT {columns}, {flags} AS flags FROM skill_search AS c "
-            f"WHERE c.ctid = ANY(ARRAY({ids}))",
+            f"WHERE c.ctid = ANY(ARRAY({ids})) AND (SELECT {_GIN_DONE}) IS NOT NULL",
             where,
         )
     padded = ", ".join(
