@@ -119,7 +119,7 @@ def upgrade() -> None:
     for kind_id, user_id, namespace, raw in rows:
         crd = json.loads(raw) if isinstance(raw, str) else raw
         values = index_values(kind_id, user_id, namespace, crd)
-        # Today's columns (later revisions add some, e.g. 0099's `revision`).
+        # Today's columns (later revisions add some, e.g. 0008's `revision`).
         op.bulk_insert(skill_search, [{c.name: values[c.name] for c in skill_search.columns}])
         labels = label_values(kind_id, crd)
         if labels:

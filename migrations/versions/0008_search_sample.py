@@ -4,7 +4,7 @@ Fingerprints the sample a search counts words in, so the counts are kept per ver
 sample, and orders it: the sample is a random one (backend/skills/search/sample.py). Existing
 rows get a random revision each.
 
-Revision ID: 0099_catalogprep2
+Revision ID: 0008_search_sample
 Revises: 0007_skill_pins
 Create Date: 2026-11-26
 """
@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0099_catalogprep2"
+revision: str = "0008_search_sample"
 down_revision: str | None = "0007_skill_pins"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
