@@ -30,10 +30,8 @@ from backend.errors import SkillhiveError
 from backend.skills import versions
 from backend.skills.search.engine import (
     GIN_ONLY,
-    ROWS_CAP,
     Counts,
-    frequencies_sql,
-    read_frequencies,
+    CountsQuery,
     request_stems,
     search,
     where_sql,
@@ -190,15 +188,16 @@ async def _catalog(
 ) -> _Catalog:
     """Whether the full catalog fits the budget, whether a skill names a user secret, and when
     it fits its entries, else the counts of the search for the message (`stems`), in one
-    query that reads at most as many rows as the budget could hold or search counts. The
-    entries join only when it fits, the counts are made only when it does not (a CASE branch
-    the database never enters otherwise). On PostgreSQL it also sets the plans for the search
+    query that reads at most as many catalog rows as the budget could hold (and the search
+    sample's fingerprint, with its word counts when they are not kept: engine.CountsQuery).
+    The entries join only when it fits, the counts are made only when it does not (a CASE
+    branch the database never enters otherwise). On PostgreSQL it also sets the plans for the search
     that follows."""
     dialect = session.get_bind().dialect.name
     where = where_sql(session, source)
     budget_chars = budget_tokens * CHARS_PER_TOKEN
     most = budget_chars // _MIN_ENTRY_CHARS
-    read = max(most + 1, ROWS_CAP)
+    read = most + 1  # enough to tell it does not fit
     total = "coalesce(sum(sizes.chars), 0)"
     fits = f"count(*) <= {most} AND {total} <= {budget_chars}"
     columns = [
@@ -208,9 +207,9 @@ async def _catalog(
         "AND skill_search.uses_secrets IS true) AS secrets",
         f"CASE WHEN {fits} THEN 1 ELSE 0 END AS fits",
     ]
-    if stems:
-        frequencies = frequencies_sql(dialect, where, stems)
-        columns.append(f"CASE WHEN NOT ({fits}) THEN {frequencies} END AS df")
+    query = CountsQuery.of(dialect, where, stems) if stems else None
+    if query is not None:
+        columns.append(f"CASE WHEN NOT ({fits}) THEN {query.sql()} END AS df")
     if dialect == "postgresql":
         columns.append(f"{GIN_ONLY} AS gin")
     entries = ", ".join(c.key for c in _ENTRY_COLUMNS)
@@ -230,8 +229,8 @@ async def _catalog(
     count, chars, secrets = int(head[0]), int(head[1]), bool(head[2])
     fits_budget = count <= most and chars <= budget_chars
     counts = None
-    if not fits_budget and stems:
-        counts = Counts(min(count, ROWS_CAP), read_frequencies(stems, head[3]))
+    if not fits_budget and query is not None:
+        counts = await query.counts(session, head[3])
     width = len(_ENTRY_COLUMNS)
     rows = [_Entry(*r[4 : 4 + width]) for r in found if fits_budget and r[4] is not None]
     return _Catalog(fits_budget, secrets, counts, rows)

@@ -118,7 +118,9 @@ def upgrade() -> None:
     ).all()
     for kind_id, user_id, namespace, raw in rows:
         crd = json.loads(raw) if isinstance(raw, str) else raw
-        op.bulk_insert(skill_search, [index_values(kind_id, user_id, namespace, crd)])
+        values = index_values(kind_id, user_id, namespace, crd)
+        # Today's columns (later revisions add some, e.g. 0008's `revision`).
+        op.bulk_insert(skill_search, [{c.name: values[c.name] for c in skill_search.columns}])
         labels = label_values(kind_id, crd)
         if labels:
             op.bulk_insert(skill_labels, labels)

@@ -3,7 +3,8 @@
 1. The request becomes terms (text.py): stems, stopwords out, each with its expansions.
 2. One query counts how many rows are searched and how many contain each stem: the IDF of each
    term. Exact up to `ROWS_CAP` rows (every catalog people read); a larger catalog's counts are
-   those of a `ROWS_CAP`-row sample of it (`frequencies_sql`).
+   those of a `ROWS_CAP`-row sample of it, whose word counts are kept per version of the
+   sample (`CountsQuery`, sample.py).
 3. One query fetches the rows matching the request's rarest terms (`RANK_POOL`): all of them
    when they are at most `SCORE_ALL` (every catalog people read), else the engine's best
    `CANDIDATES` by name, tags, "when to use" and description (PostgreSQL `ts_rank` over the
@@ -39,6 +40,8 @@ from sqlalchemy import Dialect, Select, literal_column, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.db.models import SYSTEM_USER_ID, SkillSearch
+from backend.skills.search import sample
+from backend.skills.search.sample import SampleWords
 from backend.skills.search.selection import SkillSource
 from backend.skills.search.text import EXPANSION_WEIGHT, QueryTerm, query_terms
 
@@ -51,7 +54,7 @@ SCORE_ALL = 300  # when the candidate terms match at most this many rows, all ar
 # Statistics are counted up to these caps, so a search does bounded work at any catalog size:
 # beyond ROWS_CAP rows the IDF is that of a ROWS_CAP-row sample, and a term in DF_CAP or more
 # of them is "common". Below the caps (the catalogs people read) every count is exact.
-ROWS_CAP = 500
+ROWS_CAP = sample.ROWS_CAP
 DF_CAP = 100
 RANK_POOL = 300  # at most this many matches are ranked by the engine
 _PAIRED = 6  # rows holding two of the pool's first this many terms are ranked first
@@ -68,6 +71,9 @@ EVIDENCE_HALF = 0.5  # evidence is 1/2 at this many rarest-term units of matched
 # matching and the score): on PostgreSQL a small tsvector ranks thousands of rows cheaply.
 _PG_WEIGHTS = "{0.0, 0.4, 0.6, 1.0}"  # D body, C description, B tags and when, A name
 _FTS_WEIGHTS = "10.0, 6.0, 6.0, 4.0, 0.0"
+# The weight of each field's words in PostgreSQL's `document`, in the same field order
+# (migration 0003): tags and "when to use" share B, as they share their field weight.
+_PG_FIELD_WEIGHTS = "ABBCD"
 
 
 @dataclass(frozen=True)
@@ -190,55 +196,71 @@ def request_stems(terms: Sequence[QueryTerm]) -> list[str]:
     return stems
 
 
-def frequencies_sql(dialect: str, where: _Where, stems: Sequence[str]) -> str:
-    """One SQL expression: how many rows of `where` hold each of `stems`, each counted up to
-    `DF_CAP`, as text `n1,n2,...` in the order of `stems` (`read_frequencies` reads it). An
-    expression, so a caller's statement can carry it (the turn's catalog query does).
-
-    Counted in the first `ROWS_CAP` rows of `where` (the `n` of the scores): every row of the
-    catalogs people read, exact there, and a sample of a larger one, whose IDF is that of a
-    `ROWS_CAP`-row catalog anyway. Each sampled row's terms are tested once per stem: work
-    bounded by the sample, where counting through the engine's index read every row of the
-    whole table holding a stem (thousands for a common word) to count a hundred. A stem the
-    full sample misses is rare: it counts as in one row when any row of `where` holds it (an
-    index probe of its few rows), so it is still searched."""
-    sample = f"FROM skill_search WHERE {where.sql} LIMIT {ROWS_CAP}"
-    if dialect == "postgresql":
-        # The stems' counts in the sample, then per stem, a probe planned once for all stems.
-        counted = ", ".join(
-            f"count(*) FILTER (WHERE t.document @@ {_pg_query([s])})" for s in stems
-        )
-        holds = "to_tsquery('simple'::regconfig, quote_literal(c.stem))"
-        probe = _bounded_count(f"({where.sql}) AND skill_search.document @@ {holds}", 1)
-        stem_list = ", ".join(f"'{s}'" for s in stems)  # stems are letters and digits only
-        return (
-            f"(SELECT string_agg((CASE WHEN c.n > 0 OR s.total < {ROWS_CAP} "
-            f"THEN least(c.n, {DF_CAP}) ELSE {probe} END)::text, ',' ORDER BY c.ord) "
-            f"FROM (SELECT count(*) AS total, ARRAY[{counted}] AS counts "
-            f"FROM (SELECT skill_search.document {sample}) AS t) AS s, "
-            f"unnest(ARRAY[{stem_list}]::text[], s.counts) WITH ORDINALITY AS c(stem, n, ord))"
-        )
+def _probes(dialect: str, where: _Where, stems: Sequence[str]) -> str:
+    """One SQL expression: for each of `stems`, `1` when a row of `where` holds it, else `0`,
+    as text in their order. For stems a full sample misses: rare, so an index probe of their
+    few rows each."""
+    if not stems:
+        return "''"
     tests = [
-        f"t.kind_id IN (SELECT rowid FROM skill_search_fts WHERE skill_search_fts MATCH '\"{s}\"')"
+        f"CASE WHEN {_bounded_count(f'({where.sql}) AND {_contains(dialect, [s])}', 1)} > 0 "
+        "THEN '1' ELSE '0' END"
         for s in stems
     ]
-    counted = ", ".join(f"count(*) FILTER (WHERE {test}) AS c{i}" for i, test in enumerate(tests))
-    per_stem = [
-        f"CASE WHEN s.c{i} > 0 OR s.n < {ROWS_CAP} THEN min(s.c{i}, {DF_CAP}) "
-        f"ELSE {_bounded_count(f'({where.sql}) AND {_contains(dialect, [stem])}', 1)} END"
-        for i, stem in enumerate(stems)
-    ]
-    joined = _concat([part for count in per_stem for part in (count, "','")][:-1])
-    return (
-        f"(SELECT {joined} FROM (SELECT count(*) AS n, {counted} "
-        f"FROM (SELECT skill_search.kind_id {sample}) AS t) AS s)"
-    )
+    return _concat(tests)
 
 
-def read_frequencies(stems: Sequence[str], value: object) -> dict[str, int]:
-    counts = str(value).split(",")  # SQLite gives a lone count as a number
-    assert len(counts) == len(stems), (stems, value)
-    return {stem: int(count) for stem, count in zip(stems, counts, strict=True)}
+@dataclass
+class CountsQuery:
+    """How a search gets its `Counts`: an SQL expression a statement carries (the turn's catalog
+    query does), then `counts` with its value.
+
+    Counted in the sample of `where` (its first `ROWS_CAP` rows; `n` of the scores): every
+    row of the catalogs people read, exact there, and a sample of a larger one, whose IDF is
+    that of a `ROWS_CAP`-row catalog anyway. The sample's word counts are kept per process
+    under its fingerprint (sample.py): the statement reads them anew only when the sample
+    changed. A stem the full sample misses is rare: it counts as in one row when any row of
+    `where` holds it (an index probe of its few rows), so it is still searched."""
+
+    dialect: str
+    where: _Where
+    stems: list[str]
+    key: tuple[Any, ...]
+    known: SampleWords | None
+    probed: list[str]  # stems the kept sample misses: probed in the same statement
+
+    @classmethod
+    def of(cls, dialect: str, where: _Where, stems: Sequence[str]) -> CountsQuery:
+        key = (dialect, where.sql, tuple(sorted(where.params.items())))
+        known = sample.kept(key)
+        return cls(dialect, where, list(stems), key, known, _missed(known, stems))
+
+    def sql(self) -> str:
+        """Text `<sample_sql>|<probes>`."""
+        parts = [sample.sample_sql(self.dialect, self.where.sql, self.known), "'|'"]
+        parts.append(_probes(self.dialect, self.where, self.probed))
+        return _concat(parts)
+
+    async def counts(self, session: AsyncSession, value: object) -> Counts:
+        read, _, probes = str(value).rpartition("|")
+        words, counted = sample.read(self.dialect, read, self.known)
+        if counted:
+            sample.keep(self.key, words)
+        found = dict(zip(self.probed, probes, strict=True))
+        missed = [s for s in _missed(words, self.stems) if s not in found]
+        if missed:  # counted anew just now: probe the stems the new counts miss
+            probe = f"SELECT {_probes(self.dialect, self.where, missed)}"
+            (row,) = await _rows(session, probe, self.where)
+            found.update(zip(missed, str(row[0]), strict=True))
+        df = {s: min(words.df.get(s, 0), DF_CAP) or int(found.get(s, "0")) for s in self.stems}
+        return Counts(min(words.rows, ROWS_CAP), df)
+
+
+def _missed(words: SampleWords | None, stems: Sequence[str]) -> list[str]:
+    """The stems a full sample does not hold (a partial one is the whole selection)."""
+    if words is None or words.rows < ROWS_CAP:
+        return []
+    return [s for s in stems if s not in words.df]
 
 
 # Selected on PostgreSQL, keeps the plans of the rest of the transaction on the GIN indexes:
@@ -249,6 +271,12 @@ def read_frequencies(stems: Sequence[str], value: object) -> dict[str, int]:
 GIN_ONLY = (
     "concat(set_config('enable_seqscan', 'off', true), set_config('enable_indexscan', 'off', true))"
 )
+# Undoes GIN_ONLY for what follows the candidates' statement (the settings' defaults): another
+# search in the transaction samples its selection by an ordered index scan (sample.py), which
+# GIN_ONLY would turn into reading and sorting the whole selection.
+_GIN_DONE = (
+    "concat(set_config('enable_seqscan', 'on', true), set_config('enable_indexscan', 'on', true))"
+)
 
 
 async def _counts(
@@ -256,11 +284,12 @@ async def _counts(
 ) -> Counts:
     """The rows searched and the rows holding each stem, in one statement that on PostgreSQL
     also keeps the search's next statement on the GIN indexes (`GIN_ONLY`)."""
-    columns = [frequencies_sql(dialect, where, stems), _bounded_count(where.sql, ROWS_CAP)]
+    query = CountsQuery.of(dialect, where, stems)
+    columns = [query.sql()]
     if dialect == "postgresql":
         columns.append(GIN_ONLY)
     (row,) = await _rows(session, f"SELECT {', '.join(columns)}", where)
-    return Counts(min(int(row[1]), ROWS_CAP), read_frequencies(stems, row[0]))
+    return await query.counts(session, row[0])
 
 
 _HEAD_COLUMNS = "{name_terms tag_terms when_terms desc_terms}"
@@ -273,10 +302,13 @@ def _fts_match(stems: Sequence[str], *, head: bool = False) -> str:
 
 def _candidate_ids(dialect: str, where: str, stems: Sequence[str], *, ranked: bool) -> str:
     """Rows matching any of `stems`: all of them, or (`ranked`) the engine's best among those
-    matching in name, tags, "when to use" or description."""
+    matching in name, tags, "when to use" or description. By `kind_id`; on PostgreSQL by
+    `ctid`, the rows' place, which the statement reading them then visits directly (one
+    statement, one snapshot: the places hold)."""
     if not ranked:
+        key = "ctid" if dialect == "postgresql" else "kind_id"
         return (
-            f"SELECT kind_id FROM skill_search WHERE ({where}) AND {_contains(dialect, stems)} "
+            f"SELECT {key} FROM skill_search WHERE ({where}) AND {_contains(dialect, stems)} "
             f"LIMIT {SCORE_ALL}"
         )
     if dialect == "postgresql":
@@ -303,13 +335,13 @@ def _pg_ranked_ids(where: str, stems: Sequence[str]) -> str:
     # A branch's rank is computed only for the rows it gives; the outer LIMIT stops the `any`
     # branch as soon as the first gave enough. A row in both counts once.
     branches = " UNION ALL ".join(
-        f"(SELECT kind_id, name, {rank} AS rank FROM skill_search "
+        f"(SELECT ctid, name, {rank} AS rank FROM skill_search "
         f"WHERE ({where}) AND skill_search.head @@ {_tsquery(tier)} LIMIT {RANK_POOL})"
         for tier in tiers
     )
     return (
-        f"SELECT kind_id FROM (SELECT * FROM ({branches}) AS tiers LIMIT {RANK_POOL}) AS pooled "
-        "GROUP BY kind_id, name "
+        f"SELECT ctid FROM (SELECT * FROM ({branches}) AS tiers LIMIT {RANK_POOL}) AS pooled "
+        "GROUP BY ctid, name "
         f"ORDER BY max(rank) DESC, name LIMIT {CANDIDATES}"
     )
 
@@ -327,32 +359,43 @@ async def _candidates(
     # The term fields are tested only for the rows chosen: the database would otherwise test
     # every matching row before sorting. Their order does not matter, scores order the hits.
     ids = _candidate_ids(dialect, where.sql, stems, ranked=ranked)
-    # Each field is padded once per row, in a subquery the planner may not fold into the
-    # outer one (PostgreSQL `OFFSET 0`): written in every test, a stored body would be
-    # decompressed and copied once per stem.
+    columns = "kind_id, user_id, namespace, name, description"
+    if dialect == "postgresql":
+        flags = _pg_presence(scored)
+        return await _rows(
+            session,
+            f"SELECT {columns}, {flags} AS flags FROM skill_search AS c "
+            f"WHERE c.ctid = ANY(ARRAY({ids})) AND (SELECT {_GIN_DONE}) IS NOT NULL",
+            where,
+        )
     padded = ", ".join(
         f"' ' || {column} || ' ' AS f{i}" for i, (column, _) in enumerate(FIELD_WEIGHTS)
     )
-    fence = " OFFSET 0" if dialect == "postgresql" else ""
     stmt = (
-        f"SELECT kind_id, user_id, namespace, name, description, "
-        f"{_presence(dialect, scored)} AS flags FROM (SELECT kind_id, user_id, namespace, "
-        f"name, description, {padded} FROM skill_search WHERE kind_id IN ({ids}){fence}) AS c"
+        f"SELECT {columns}, {_presence(scored)} AS flags "
+        f"FROM (SELECT {columns}, {padded} FROM skill_search WHERE kind_id IN ({ids})) AS c"
     )
     return await _rows(session, stmt, where)
 
 
-def _presence(dialect: str, stems: Sequence[str]) -> str:
-    """Whether each term field holds each stem, field by field, as one string of `0` and `1`:
-    what scoring needs, computed where the rows are. Fetching the fields instead moved
-    kilobytes of body terms per candidate to Python to test a handful of words; one column per
-    flag cost more to describe and convert than the scoring. Stems are letters and digits.
-    Written short: the driver scans the statement's text for placeholders on every search."""
-    find = "strpos" if dialect == "postgresql" else "instr"
-    tests = [f"{find}(c.f{i},' {stem} ')>0" for i in range(len(FIELD_WEIGHTS)) for stem in stems]
-    if dialect == "postgresql":
-        return f"array_to_string(ARRAY[{','.join(tests)}]::int[],'')"
-    return _concat([f"({test})" for test in tests])  # SQLite: a comparison is 0 or 1
+def _presence(stems: Sequence[str]) -> str:
+    """SQLite: whether each term field holds each stem, field by field, as one string of `0`
+    and `1`: what scoring needs, computed where the rows are. Fetching the fields instead
+    moved kilobytes of body terms per candidate to Python to test a handful of words; one
+    column per flag cost more to describe and convert than the scoring. Stems are letters
+    and digits. Written short: the driver scans the statement's text for placeholders on
+    every search."""
+    tests = [f"(instr(c.f{i},' {stem} ')>0)" for i in range(len(FIELD_WEIGHTS)) for stem in stems]
+    return _concat(tests)  # a comparison is 0 or 1
+
+
+def _pg_presence(stems: Sequence[str]) -> str:
+    """PostgreSQL: `_presence`'s flags from the row's `document`, whose weights say the field
+    of each word (`_PG_FIELD_WEIGHTS`): a lookup in the tsvector the row holds, where testing
+    the term texts read each candidate's body terms out of line (TOAST)."""
+    labels = _PG_FIELD_WEIGHTS
+    tests = [f"c.document@@'''{stem}'':{label}'::tsquery" for label in labels for stem in stems]
+    return f"array_to_string(ARRAY[{','.join(tests)}]::int[],'')"
 
 
 def _concat(parts: Sequence[str]) -> str:

@@ -8,6 +8,7 @@ FTS5 entry with it. The migration that created the index builds it for existing 
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Mapping
 from typing import Any
 
@@ -17,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from backend.chat.mcp import engine_servers, secret_names
 from backend.crd.skill import McpServer
 from backend.db.models import Kind, SkillLabel, SkillSearch
+from backend.skills.search.sample import REVISION_BITS
 from backend.skills.search.text import skill_text
 
 CHAT_SHELL = "Chat"
@@ -38,7 +40,7 @@ def uses_secrets(raw: Mapping[str, Any]) -> bool:
 def index_values(
     kind_id: int, user_id: int, namespace: str, crd: Mapping[str, Any]
 ) -> dict[str, Any]:
-    """The `skill_search` row of a Skill CRD."""
+    """The `skill_search` row of a Skill CRD, with a new random `revision` (sample.py)."""
     spec, status = crd.get("spec", {}), crd.get("status", {})
     name = crd["metadata"]["name"]
     description = str(spec.get("description", ""))
@@ -59,6 +61,7 @@ def index_values(
         "when_terms": text.when,
         "desc_terms": text.description,
         "body_terms": text.body,
+        "revision": secrets.randbits(REVISION_BITS),
     }
 
 
