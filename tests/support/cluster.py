@@ -37,12 +37,17 @@ class Process:
         self.popen.wait(10)
 
     def stop(self) -> None:
+        """SIGTERM, as an orchestrator stops it: it drains and exits (SIGKILL after 20 s)."""
         if self.popen.poll() is None:
             self.popen.terminate()
-            try:
-                self.popen.wait(20)
-            except subprocess.TimeoutExpired:
-                self.kill()
+            self.reap()
+
+    def reap(self) -> None:
+        """Wait for a terminated process to exit; SIGKILL it if it has not in 20 s."""
+        try:
+            self.popen.wait(20)
+        except subprocess.TimeoutExpired:
+            self.kill()
 
     def output(self) -> str:
         return self.log.read_text(errors="replace")
@@ -100,8 +105,12 @@ class Cluster:
         raise RuntimeError(f"{process.name} not ready:\n{process.output()}")
 
     def stop_all(self) -> None:
-        for process in self.processes:
-            process.stop()
+        """Every process is told to stop before any is waited for: they drain side by side."""
+        running = [p for p in self.processes if p.popen.poll() is None]
+        for process in running:
+            process.popen.terminate()
+        for process in running:
+            process.reap()
 
 
 def cluster_env(database_url: str, redis_url: str, data_dir: Path, **extra: Any) -> dict[str, str]:

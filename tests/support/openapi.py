@@ -8,8 +8,11 @@ test also checks the other way round (every documented status is really answered
 
 from __future__ import annotations
 
-import copy
+import dataclasses
+import hashlib
+import importlib.metadata
 import json
+import pickle
 import re
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -20,8 +23,10 @@ from typing import Any
 import fastapi.applications
 import httpx
 from fastapi import FastAPI, routing
-from openapi_core import OpenAPI
+from openapi_core import Config, OpenAPI
 from openapi_core.testing import MockRequest, MockResponse
+
+from tests.support import installs
 
 # Validating the document itself is slow; every app of the suite has the same one.
 _SPECS: dict[str, OpenAPI] = {}
@@ -48,19 +53,50 @@ _ROUTE_FIELDS = (
     "response_model", "response_class", "responses", "openapi_extra", "callbacks",
     "dependencies", "stream_item_type", "generate_unique_id_function",
 )  # fmt: skip
+# What a route's effective context takes from the router it is included from (FastAPI's
+# `_EffectiveRouteContext.from_api_route`), besides the inclusion's own fields.
+_INCLUDED_ROUTER_FIELDS = (
+    "default_response_class",
+    "generate_unique_id_function",
+    "strict_content_type",
+)
+# Inclusion fields that cannot change the document: the app itself (its dependency overrides
+# apply when a request is served) and the included router (keyed by its fields and routes).
+_INCLUSION_IGNORED = frozenset({"dependency_overrides_provider", "included_router"})
 
 
-def _routes_key(routes: Sequence[Any]) -> tuple[Any, ...]:
-    """Everything of `routes` the generated document depends on. Endpoints are compared as
-    objects (the same function, not one of the same name); the rest by `repr`."""
-    key = []
-    for context in routing.iter_route_contexts(routes):
-        if not isinstance(context.original_route, routing.APIRoute):
-            continue  # not documented (the docs pages)
-        if not context.include_in_schema:
-            continue  # not documented (the web console's files: new closures for each app)
-        values = [getattr(context, name) for name in _ROUTE_FIELDS]
-        key.append((values[2], repr([v for i, v in enumerate(values) if i != 2])))
+def _inclusion_key(include: Any) -> str:
+    own = [
+        (f.name, getattr(include, f.name))
+        for f in dataclasses.fields(include)
+        if f.name not in _INCLUSION_IGNORED
+    ]
+    router = [getattr(include.included_router, name) for name in _INCLUDED_ROUTER_FIELDS]
+    return repr((own, router))
+
+
+def _routes_key(
+    routes: Sequence[Any], inclusions: tuple[str, ...] = (), in_schema: bool = True
+) -> tuple[Any, ...]:
+    """Everything of `routes` the generated document depends on: each documented API route as
+    written, with the chain of inclusions FastAPI derives its effective route from. Read from
+    the routes as declared, not from the effective routes, which FastAPI builds (dependencies,
+    response fields) for each app anew: as long as the rest of a test's work. Endpoints are
+    compared as objects (the same function, not one of the same name); the rest by `repr`."""
+    key: list[Any] = []
+    for route in routes:
+        if isinstance(route, routing._IncludedRouter):
+            include = route.include_context
+            key += _routes_key(
+                route.original_router.routes,
+                (*inclusions, _inclusion_key(include)),
+                in_schema and include.include_in_schema,
+            )
+        elif isinstance(route, routing.APIRoute) and in_schema and route.include_in_schema:
+            # (else not documented: the docs pages; the web console's files, new closures
+            # for each app)
+            values = [getattr(route, name) for name in _ROUTE_FIELDS]
+            key.append((values[2], repr((inclusions, values[:2], values[3:]))))
     return tuple(key)
 
 
@@ -68,17 +104,18 @@ def _routes_key(routes: Sequence[Any]) -> tuple[Any, ...]:
 def documents_reused() -> Iterator[None]:
     """Every test builds its own app, and FastAPI generates each app's `/openapi.json` anew
     (1-3 s on a busy test machine, as long as many a test itself). An app whose routes and
-    metadata are those of an app already documented gets a deep copy of that document, exactly
+    metadata are those of an app already documented gets a copy of that document, exactly
     what FastAPI would generate again; the app's own post-processing (`backend/api/errors.py`)
-    still runs on it."""
+    still runs on it. (Kept pickled: unpickling copies it several times faster than `deepcopy`.)"""
     generate: Callable[..., dict[str, Any]] = fastapi.applications.get_openapi
-    documents: dict[tuple[Any, ...], dict[str, Any]] = {}
+    documents: dict[tuple[Any, ...], bytes] = {}
 
     def reused(*, routes: Sequence[Any], webhooks: Sequence[Any] | None = None, **kw: Any) -> Any:
         key = (_routes_key(routes), _routes_key(webhooks or []), repr(sorted(kw.items())))
         if key not in documents:
-            documents[key] = generate(routes=routes, webhooks=webhooks, **kw)
-        return copy.deepcopy(documents[key])
+            document = generate(routes=routes, webhooks=webhooks, **kw)
+            documents[key] = pickle.dumps(document, protocol=pickle.HIGHEST_PROTOCOL)
+        return pickle.loads(documents[key])
 
     fastapi.applications.get_openapi = reused  # type: ignore[assignment]
     try:
@@ -90,8 +127,26 @@ def documents_reused() -> Iterator[None]:
 def load_spec(document: dict[str, Any]) -> OpenAPI:
     key = json.dumps(document, sort_keys=True)
     if key not in _SPECS:
-        _SPECS[key] = OpenAPI.from_dict(document)
+        _SPECS[key] = _checked_spec(document, key)
     return _SPECS[key]
+
+
+def _checked_spec(document: dict[str, Any], key: str) -> OpenAPI:
+    """openapi-core checks a document against the OpenAPI schema when it loads it: ~10 s for
+    ours, in each test process. The verdict depends only on the document and the validator, so
+    a document that passed is remembered under `.cache/` by its hash and those versions; the
+    other processes (the parallel workers, the next run) load it unchecked. An invalid
+    document raises here, as before, and is never remembered."""
+    versions = [importlib.metadata.version(p) for p in ("openapi-core", "openapi-spec-validator")]
+    digest = hashlib.sha256(json.dumps([key, versions]).encode()).hexdigest()
+    passed = installs.CACHE / "openapi-checked" / digest
+    with installs.locked("openapi-checked"):  # one process checks, the others wait for it
+        if passed.is_file():
+            return OpenAPI.from_dict(document, config=Config(spec_validator_cls=None))
+        spec = OpenAPI.from_dict(document)
+        passed.parent.mkdir(exist_ok=True)
+        passed.touch()
+        return spec
 
 
 @dataclass
