@@ -16,8 +16,8 @@ from backend.skills.search import sample
 from backend.skills.search.engine import ROWS_CAP, CountsQuery, search, where_sql
 from backend.skills.search.sample import SampleWords
 from backend.skills.search.selection import GhostSkills, SkillSource
-from tests.backend.skills.search.test_scale import big_catalog
 from tests.support import zips
+from tests.support.search_catalog import big_catalog
 from tests.support.skill_store import Store
 
 Hits = list[tuple[str, float]]

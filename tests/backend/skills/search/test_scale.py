@@ -2,75 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from sqlalchemy import insert
-
-from backend.crd.ghost import GhostSpec
-from backend.db.models import Kind, SkillSearch
-from backend.db.types import utcnow
-from backend.kinds.store import Scope
-from backend.skills.search.engine import ROWS_CAP, search
-from backend.skills.search.index import index_values
-from backend.skills.search.selection import GhostSkills
+from backend.skills.search.engine import search
+from tests.support.search_catalog import big_catalog
 from tests.support.skill_store import Store
-
-FILLERS = ROWS_CAP + 100
-
-
-def crd(name: str, description: str, prompt: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "skillhive.io/v1",
-        "kind": "Skill",
-        "metadata": {"name": name},
-        "spec": {"description": description, "prompt": prompt},
-        "status": {"enabled": True, "sha256": name},
-    }
-
-
-async def add(store: Store, scope: Scope, crds: list[dict[str, Any]]) -> None:
-    """Skill rows and their search rows, as the skill service indexes them, in one go (the
-    service's package checks would make hundreds of skills slow to write)."""
-    now = utcnow()
-    rows = [
-        {
-            "user_id": scope.user_id,
-            "kind": "Skill",
-            "namespace": scope.namespace,
-            "name": c["metadata"]["name"],
-            "json": c,
-            "is_active": True,
-            "resource_version": 1,
-            "created_at": now,
-            "updated_at": now,
-        }
-        for c in crds
-    ]
-    async with store.sessionmaker() as session:
-        ids = (await session.execute(insert(Kind).returning(Kind.id), rows)).scalars().all()
-        values = [
-            index_values(i, scope.user_id, scope.namespace, c)
-            for i, c in zip(ids, crds, strict=True)
-        ]
-        await session.execute(insert(SkillSearch), values)
-        await session.commit()
-
-
-async def big_catalog(store: Store) -> tuple[GhostSkills, int]:
-    """alice's namespace of note-taking skills, then, written last, one about zeppelins; bob
-    has a zeppelin skill too."""
-    alice, bob = await store.user("alice"), await store.user("bob")
-    scope = Scope(alice, "big")
-    fillers = [
-        crd(f"notes-{i}", f"Take notes of a call about topic {i % 40}.", "Write the notes down.")
-        for i in range(FILLERS)
-    ]
-    await add(store, scope, fillers)
-    rare = crd("zeppelin-checklist", "Make a checklist for a zeppelin flight.", "List each step.")
-    await add(store, scope, [rare])
-    await add(store, Scope(bob, "big"), [crd("zeppelin-guide", "Fly a zeppelin.", "Steer.")])
-    spec = GhostSpec.model_validate({"skillSelector": {}})
-    return GhostSkills.from_spec(scope, spec), bob
 
 
 async def test_a_skill_outside_the_sample_is_found_by_its_rare_words_and_no_one_elses(
