@@ -214,8 +214,11 @@ async def _write(
     crd = _plugin_crd(draft, scope, outcome.source)
     if stored is None:
         await store.insert(session, PLUGIN_KIND, scope, draft.name, crd)
-    elif (crd["spec"], crd["status"]) != (stored.json["spec"], stored.json["status"]):
-        await store.replace(session, stored, crd)
+        changed = True
+    else:
+        changed = (crd["spec"], crd["status"]) != (stored.json["spec"], stored.json["status"])
+        if changed:
+            await store.replace(session, stored, crd)
     for index, skill in enumerate(draft.skills):
         outcome.skills[skill.name] = await _write_skill(
             session, settings, scope, outcome, index, owned.get(skill.name), actor
@@ -223,8 +226,9 @@ async def _write(
     outcome.removed = sorted(set(owned) - {s.name for s in draft.skills})
     await _remove(session, [owned[name] for name in outcome.removed])
     if stored is not None:
-        changed = outcome.removed or set(outcome.skills.values()) != {"unchanged"}
-        outcome.status = "updated" if changed or stored.json["spec"] != crd["spec"] else "unchanged"
+        changed = changed or bool(outcome.removed)
+        changed = changed or any(r != "unchanged" for r in outcome.skills.values())
+        outcome.status = "updated" if changed else "unchanged"
 
 
 async def _admit(

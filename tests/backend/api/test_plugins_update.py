@@ -280,3 +280,20 @@ async def test_a_skill_named_like_a_route_gets_a_derived_name_it_is_reachable_at
     assert "name_derived" in {w["code"] for w in derived["warnings"]}
     stored = await client.get(f"{SKILLS}/sales/skill-versions", headers=alice.headers)
     assert stored.status_code == 200 and "DIFF" in stored.json()["spec"]["prompt"]
+
+
+async def test_a_changed_command_alone_updates_the_plugin_and_no_skill(
+    app: FastAPI, client: httpx.AsyncClient, alice: Account
+) -> None:
+    assert (await post_zip(client, alice, sales())).status_code == 201
+    before = await versions(app)
+    forecast = SALES_FILES["sales/commands/forecast.md"].replace("Forecast quarter", "Project")
+
+    response = await post_zip(client, alice, sales(**{"sales/commands/forecast.md": forecast}))
+
+    assert response.status_code == 200, response.text
+    assert response.json()["plugins"][0]["status"] == "updated"
+    assert set(statuses(response.json()).values()) == {"unchanged"}
+    assert await versions(app) == before
+    plugin = (await stored(client, alice))["plugin"]
+    assert plugin["metadata"]["resourceVersion"] == 2
