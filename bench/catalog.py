@@ -27,7 +27,7 @@ from typing import Any
 
 from cryptography.fernet import Fernet
 from langchain_core.messages import AIMessage
-from sqlalchemy import insert, text
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from backend.auth import service as auth_service
@@ -37,14 +37,11 @@ from backend.chat.turns import PreparedTurn, TurnRunner
 from backend.config import Settings
 from backend.crd.ghost import GhostSpec
 from backend.db.engine import create_engine, create_sessionmaker
-from backend.db.models import Kind, SkillLabel, SkillSearch
-from backend.db.types import utcnow
 from backend.ghosts import service as ghosts
 from backend.kinds.store import Scope
 from backend.skills.folder import zip_folder
 from backend.skills.package import read_package
 from backend.skills.search.engine import search
-from backend.skills.search.index import index_values, label_values
 from backend.skills.search.selection import GhostSkills
 from backend.skills.search.text import query_terms
 from bench._util import compare
@@ -53,6 +50,7 @@ from chat_shell.agent import run_turn
 from chat_shell.offline import RecordedCall, ScriptedChatModel
 from chat_shell.ports import InMemoryFrontendChannel, InMemoryPackageSource
 from tests.support import corpus, services
+from tests.support.search_catalog import write_skills
 from tests.support.search_eval import load_queries
 
 LARGE, SMALL = 10_000, 10
@@ -94,36 +92,13 @@ async def populate(
     vocabulary = sorted(
         {w for b in bases for w in b["spec"].get("prompt", "").split() if w.isalpha()}
     )
-    now = utcnow()
     async with sessionmaker() as session:
         for start in range(0, count, BATCH):
             crds = [
                 variant(bases[i % len(bases)], i, vocabulary, rng)
                 for i in range(start, min(count, start + BATCH))
             ]
-            rows = [
-                {
-                    "user_id": scope.user_id,
-                    "kind": "Skill",
-                    "namespace": scope.namespace,
-                    "name": c["metadata"]["name"],
-                    "json": c,
-                    "is_active": True,
-                    "resource_version": 1,
-                    "created_at": now,
-                    "updated_at": now,
-                }
-                for c in crds
-            ]
-            ids = (await session.execute(insert(Kind).returning(Kind.id), rows)).scalars().all()
-            values = [
-                index_values(i, scope.user_id, scope.namespace, c)
-                for i, c in zip(ids, crds, strict=True)
-            ]
-            await session.execute(insert(SkillSearch), values)
-            labels = [label for i, c in zip(ids, crds, strict=True) for label in label_values(i, c)]
-            if labels:
-                await session.execute(insert(SkillLabel), labels)
+            await write_skills(session, scope, crds)
         await session.commit()
         # The steady state autovacuum keeps: statistics, visibility map, GIN pending list merged.
         connection = await session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})

@@ -6,13 +6,14 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy import insert
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.crd.ghost import GhostSpec
-from backend.db.models import Kind, SkillSearch
+from backend.db.models import Kind, SkillLabel, SkillSearch
 from backend.db.types import utcnow
 from backend.kinds.store import Scope
 from backend.skills.search.engine import ROWS_CAP
-from backend.skills.search.index import index_values
+from backend.skills.search.index import index_values, label_values
 from backend.skills.search.selection import GhostSkills
 from tests.support.skill_store import Store
 
@@ -29,9 +30,10 @@ def crd(name: str, description: str, prompt: str) -> dict[str, Any]:
     }
 
 
-async def add(store: Store, scope: Scope, crds: list[dict[str, Any]]) -> None:
-    """Skill rows and their search rows, as the skill service indexes them, in one go (the
-    service's package checks would make hundreds of skills slow to write)."""
+async def write_skills(session: AsyncSession, scope: Scope, crds: list[dict[str, Any]]) -> None:
+    """Skill rows with their search rows and labels, as the skill service indexes them, in one
+    go (flushed, not committed): the service's package checks would make thousands of skills
+    slow to write. `bench/catalog.py` seeds its catalogs with it too."""
     now = utcnow()
     rows = [
         {
@@ -47,13 +49,19 @@ async def add(store: Store, scope: Scope, crds: list[dict[str, Any]]) -> None:
         }
         for c in crds
     ]
+    ids = (await session.execute(insert(Kind).returning(Kind.id), rows)).scalars().all()
+    values = [
+        index_values(i, scope.user_id, scope.namespace, c) for i, c in zip(ids, crds, strict=True)
+    ]
+    await session.execute(insert(SkillSearch), values)
+    labels = [label for i, c in zip(ids, crds, strict=True) for label in label_values(i, c)]
+    if labels:
+        await session.execute(insert(SkillLabel), labels)
+
+
+async def add(store: Store, scope: Scope, crds: list[dict[str, Any]]) -> None:
     async with store.sessionmaker() as session:
-        ids = (await session.execute(insert(Kind).returning(Kind.id), rows)).scalars().all()
-        values = [
-            index_values(i, scope.user_id, scope.namespace, c)
-            for i, c in zip(ids, crds, strict=True)
-        ]
-        await session.execute(insert(SkillSearch), values)
+        await write_skills(session, scope, crds)
         await session.commit()
 
 
