@@ -22,6 +22,7 @@ from backend.config import NON_SERVER_VARIABLES, Settings
 from backend.db.models import Base
 from backend.ws.chat_namespace import ChatNamespace
 from backend.ws.rooms import NAMESPACE
+from tests.support import pysource
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "architecture.md"
@@ -44,7 +45,7 @@ def _definitions() -> tuple[frozenset[str], frozenset[str], dict[str, frozenset[
     names: set[str] = set()
     methods: dict[str, frozenset[str]] = {}
     for text in _sources().values():
-        tree = ast.parse(text)
+        tree = pysource.parse(text)
         for node in ast.walk(tree):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 functions.add(node.name)
@@ -222,7 +223,7 @@ def test_a_wrong_data_model_row_is_reported() -> None:
 def _backend_imports(path: Path) -> set[str]:
     """The backend modules `path` imports, e.g. `backend.ws.rooms`."""
     found = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(pysource.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             found.add(node.module)
             if node.module == "backend":  # `from backend import heartbeat`
@@ -256,7 +257,7 @@ def test_imports_point_inwards(ring: set[str], may_not_import: set[str]) -> None
 
 def _chat_shell_imports(path: Path) -> set[str]:
     found = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(pysource.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             found.add(node.module)
         elif isinstance(node, ast.Import):

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import pysource
+
 ROOT = Path(__file__).resolve().parents[1]
 ALLOWED = "tests.support"
 TEST_FILE_NAMES = ("conftest.py", "__init__.py")
@@ -27,7 +29,7 @@ def imported_modules(source: str, module: str, *, is_package: bool = False) -> l
     """Every module `source` (the code of `module`) imports, relative imports resolved; for
     `from PACKAGE import NAME`, `PACKAGE.NAME` (NAME may be a module)."""
     found: list[str] = []
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(pysource.parse(source)):
         if isinstance(node, ast.Import):
             found += [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):

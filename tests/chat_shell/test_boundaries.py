@@ -9,6 +9,7 @@ from functools import cache
 from pathlib import Path
 
 import chat_shell
+from tests.support import pysource
 
 ROOT = Path(chat_shell.__file__).parent
 REPO = ROOT.parent
@@ -51,7 +52,7 @@ PUBLIC_MODULES = {
 
 def imported_modules(path: Path) -> set[str]:
     """Every name `path` imports, and for `from a import b` also `a.b` (b may be a module)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = pysource.parse(path.read_text(encoding="utf-8"))
     names: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
