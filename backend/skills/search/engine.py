@@ -27,7 +27,6 @@ Tenancy and the Ghost's selection are the SQL condition of selection.py, in both
 from __future__ import annotations
 
 import heapq
-import math
 import re
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -42,8 +41,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from backend.db.models import SYSTEM_USER_ID, SkillSearch
 from backend.skills.search import sample
 from backend.skills.search.sample import SampleWords
+from backend.skills.search.scoring import FIELD_WEIGHTS, Scorer, term_weights
 from backend.skills.search.selection import SkillSource
-from backend.skills.search.text import EXPANSION_WEIGHT, QueryTerm, query_terms
+from backend.skills.search.text import QueryTerm, query_terms
 
 if TYPE_CHECKING:
     from backend.skills.search.semantic import SemanticRanker
@@ -58,14 +58,6 @@ ROWS_CAP = sample.ROWS_CAP
 DF_CAP = 100
 RANK_POOL = 300  # at most this many matches are ranked by the engine
 _PAIRED = 6  # rows holding two of the pool's first this many terms are ranked first
-FIELD_WEIGHTS = (
-    ("name_terms", 1.0),
-    ("tag_terms", 0.8),
-    ("when_terms", 0.8),
-    ("desc_terms", 0.7),
-    ("body_terms", 0.35),
-)
-EVIDENCE_HALF = 0.5  # evidence is 1/2 at this many rarest-term units of matched mass
 # Engine weights for finding candidates, in the same field order.
 # The engine ranks by name, tags, "when to use" and description only (the body is in the
 # matching and the score): on PostgreSQL a small tsvector ranks thousands of rows cheaply.
@@ -87,11 +79,6 @@ class SearchHit:
 
 
 _SQL_SAFE_STEM = re.compile(r"[^\W_]+")  # what may be written into SQL as a literal
-
-
-def idf(df: int, n: int) -> float:
-    """BM25's inverse document frequency (always positive)."""
-    return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
 
 
 @dataclass(frozen=True)
@@ -422,58 +409,6 @@ def _pool(present: Sequence[str], df: Mapping[str, int]) -> list[str]:
     return pool
 
 
-def _term_weights(terms: Sequence[QueryTerm], df: Mapping[str, int], n: int) -> list[float]:
-    weights = []
-    for term in terms:
-        seen = df.get(term.stem, 0) or max((df.get(a, 0) for a in term.alternatives), default=0)
-        weights.append(idf(seen, n))
-    return weights
-
-
-class Scorer:
-    """The score of each candidate of one request, from its `_presence` flags (see the module).
-
-    Built once per request: for each term, the flag positions that would give it credit, best
-    credit first, so scoring a row is a few lookups per term."""
-
-    def __init__(
-        self, terms: Sequence[QueryTerm], weights: Sequence[float], stems: Sequence[str], n: int
-    ) -> None:
-        position = {stem: j for j, stem in enumerate(stems)}
-        width = len(stems)
-        self._terms: list[tuple[float, list[tuple[float, int]]]] = []
-        for term, weight in zip(terms, weights, strict=True):
-            credits = []
-            for i, (_, field_weight) in enumerate(FIELD_WEIGHTS):
-                for stem in term.all_stems:
-                    if stem in position:
-                        full = stem == term.stem
-                        credit = field_weight * (1.0 if full else EXPANSION_WEIGHT)
-                        credits.append((credit, i * width + position[stem]))
-            credits.sort(key=lambda c: -c[0])
-            self._terms.append((weight, credits))
-        self._total = sum(weights)
-        self._unit = idf(0, n)
-
-    def coverage(self, flags: str) -> float:
-        """The IDF-weighted share of the request's terms the row covers, in [0, 1]; `flags` is
-        `_presence`'s string."""
-        if self._total <= 0:
-            return 0.0
-        got = 0.0
-        for weight, credits in self._terms:
-            for credit, index in credits:
-                if flags[index] == "1":
-                    got += weight * credit
-                    break
-        return got / self._total
-
-    def score(self, flags: str) -> float:
-        share = self.coverage(flags)
-        units = share * self._total / self._unit
-        return math.sqrt(share * units / (units + EVIDENCE_HALF))
-
-
 async def search(
     session: AsyncSession,
     source: SkillSource,
@@ -510,7 +445,7 @@ async def search(
         # rows hold it: the engine ranks.
         ranked = n >= ROWS_CAP or sum(df[s] for s in pool) > CANDIDATES
     rows = await _candidates(session, dialect, where, pool, present, ranked=ranked)
-    scorer = Scorer(terms, _term_weights(terms, df, n), present, n)
+    scorer = Scorer(terms, term_weights(terms, df, n), present, n)
     scores: dict[str, float] = {}  # candidates often share their flags: score each once
     found = []
     # Rows unpacked, not read by attribute: that costs a microsecond a read, per candidate.
