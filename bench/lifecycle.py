@@ -5,10 +5,11 @@ A ~5 MiB git repository served over smart HTTP and imported with
 Each job writes a new skill (a fresh namespace each time), so both do the full work. Each pair
 is timed back to back (bench/_util.compare). Target: import_ratio <= 2.0.
 
-The repository is served by `git http-backend` (C git, as real hosts serve) in a process of its
-own when git is installed, else by dulwich's pure-Python WSGI app in this process, whose pack
-building then dominates (the line says which). Either way the server's work is inside the
-timed import: an import waits for its host.
+The repository is served by C git's `upload-pack --stateless-rpc` (as hosts serve: GitLab's
+Gitaly runs it per request, with no `git http-backend` CGI wrapper in between) in a process of
+its own when git is installed (bench/_git_http.py), else by dulwich's pure-Python WSGI app in
+this process, whose pack building then dominates (the line says which). Either way the
+server's work is inside the timed import: an import waits for its host.
 """
 
 from __future__ import annotations
@@ -56,12 +57,12 @@ def repository_files() -> dict[str, str | bytes]:
 
 @contextmanager
 def git_host(root: Path) -> Iterator[str]:
-    """`root/bench.git`, a bare, packed copy of `root/repo` (as hosts keep repositories; git
-    builds a pack from loose objects ~20x slower), served by `git http-backend` in a process
-    of its own (bench/_git_http.py); yields the repository's URL."""
+    """`root/bench.git`, a bare, packed copy of `root/repo` with a reachability bitmap (as hosts
+    keep repositories; git builds a pack from loose objects ~20x slower), served by git in a
+    process of its own (bench/_git_http.py); yields the repository's URL."""
     bare = str(root / "bench.git")
     subprocess.run(["git", "clone", "-q", "--bare", str(root / "repo"), bare], check=True)
-    subprocess.run(["git", "-C", bare, "repack", "-adq"], check=True)
+    subprocess.run(["git", "-C", bare, "repack", "-adbq"], check=True)
     server = subprocess.Popen(
         [sys.executable, "-m", "bench._git_http", str(root)],
         stdin=subprocess.PIPE,
@@ -84,7 +85,7 @@ async def run(pairs: int) -> float:
         git_repo(root / "repo", files)
         if shutil.which("git"):
             url = stack.enter_context(git_host(root))
-            server_kind = "git http-backend (own process), packed repository"
+            server_kind = "git upload-pack (own process), packed repository"
         else:
             source = stack.enter_context(SourceServer())
             source.repos["bench"] = root / "repo"
