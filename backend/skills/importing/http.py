@@ -59,7 +59,10 @@ class Downloader:
         # One verifying SSL context for every import: building one reads the CA bundle (~0.3 s).
         self._client = httpx.AsyncClient(
             transport=EgressTransport(policy, verify=_ssl_context()),
-            timeout=limits.timeout_seconds,
+            # No timer per socket operation: the fetch's deadline (`request`) bounds them all,
+            # and each of httpx's timers costs a cancel scope with a deadline per read (~50 µs;
+            # a pack arrives in hundreds of reads).
+            timeout=None,
             follow_redirects=False,
             trust_env=False,
         )
