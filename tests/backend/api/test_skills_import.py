@@ -11,6 +11,9 @@ from typing import Any
 
 import httpx
 import pytest
+from dulwich.repo import Repo
+from dulwich.server import DictBackend
+from dulwich.web import make_wsgi_chain
 from fastapi import FastAPI
 from sqlalchemy import func, select
 
@@ -287,6 +290,38 @@ async def test_a_git_pack_over_the_download_limit_is_refused_as_it_streams(
     assert results(await do_import(client, alice, server.url("/git/skills.git"))) == {
         "alpha": "created"
     }
+
+
+async def test_a_git_answer_that_stalls_mid_pack_is_cut_at_the_deadline(
+    app: FastAPI, client: httpx.AsyncClient, alice: Account, server: SourceServer, tmp_path: Path
+) -> None:
+    """No timer per read (httpx's are off): the fetch's one deadline ends a stalled body."""
+    git_repo(tmp_path / "repo", skill_files("alpha"))
+    repos = DictBackend({"/skills.git": Repo(str(tmp_path / "repo"))})
+    real = make_wsgi_chain(repos)
+
+    def stalling(environ: dict[str, Any], start: Any) -> Iterator[bytes]:
+        environ = {**environ, "PATH_INFO": environ["PATH_INFO"].removeprefix("/git")}
+        written: list[bytes] = []  # dulwich's app writes through `start`'s callable
+
+        def held_start(status: str, headers: list[tuple[str, str]], *exc: Any) -> Any:
+            start(status, headers, *exc)
+            return written.append
+
+        written += real(environ, held_start)
+        answer = b"".join(written)
+        if environ["PATH_INFO"].endswith("/git-upload-pack"):
+            yield answer[: len(answer) // 2]
+            server.held.wait(timeout=30)  # the rest never comes (until the test ends)
+            return
+        yield answer
+
+    server.git_app = stalling
+    saved = app.state.settings
+    app.state.settings = saved.model_copy(update={"import_timeout_seconds": 0.5})
+    response = await do_import(client, alice, server.url("/git/skills.git"))
+    assert_error(response, 504, "fetch_timeout")
+    assert (await client.get(SKILLS, headers=alice.headers)).json()["items"] == []
 
 
 async def test_sync_of_an_uploaded_skill_is_409_and_of_a_missing_one_404(
