@@ -39,7 +39,7 @@ from backend.skills.importing.http import Downloader, Fetched, timed_out
 from backend.skills.importing.limits import FetchLimits
 from backend.skills.importing.packs import BROKEN_PACK, Budget, FetchStore, check_dumb_object
 from backend.skills.importing.pipe import BytePipe
-from backend.skills.importing.tree import TreeFile
+from backend.skills.importing.tree import TreeFile, start_deflate
 from chat_shell import PackageReadError, ReadCode, path_problem
 
 _SHA = re.compile(r"[0-9a-f]{40}")
@@ -232,14 +232,23 @@ def fetch_git(
     full history of the advertised refs, still within the download budget.
     """
     client = EgressGitClient(url, downloader, loop)
+    # A whole repository's large blobs are deflated for their ZIPs as they arrive, on the
+    # deflate threads (`tree.start_deflate`), while the rest of the pack downloads. A folder's
+    # import leaves them to `build_zip`: most of the repository may not be in the folder.
+    deflates: dict[ObjectID, Future[bytes | None]] | None = None if path else {}
     try:
         try:
-            repo, wanted = _fetch(client, ref, shallow=True)
-        except _NotAdvertised:
-            repo, wanted = _fetch(client, ref, shallow=False)
-    finally:
-        client.stop_downloads()
-    return _checkout(repo, wanted, ref, path, downloader)
+            try:
+                repo, wanted = _fetch(client, ref, deflates, shallow=True)
+            except _NotAdvertised:
+                repo, wanted = _fetch(client, ref, deflates, shallow=False)
+        finally:
+            client.stop_downloads()
+        return _checkout(repo, wanted, ref, path, downloader, deflates or {})
+    except BaseException:
+        for started in (deflates or {}).values():
+            started.cancel()  # those not started yet: the import is refused
+        raise
 
 
 class _NotAdvertised(Exception):
@@ -247,14 +256,26 @@ class _NotAdvertised(Exception):
 
 
 def _fetch(
-    client: EgressGitClient, ref: str | None, *, shallow: bool
+    client: EgressGitClient,
+    ref: str | None,
+    deflates: dict[ObjectID, Future[bytes | None]] | None,
+    *,
+    shallow: bool,
 ) -> tuple[MemoryRepo, ObjectID]:
     repo = MemoryRepo()
     limits = client.limits
+
+    def deflate(sha: ObjectID, data: bytes) -> None:
+        assert deflates is not None
+        started = start_deflate(data)
+        if started is not None:
+            deflates[sha] = started
+
     repo.object_store = store = FetchStore(
         limits.unpacked_bytes,
         read_timeout=limits.timeout_seconds + 10,
         timed_out=lambda: timed_out(limits),
+        on_blob=None if deflates is None else deflate,
     )
     chosen: list[ObjectID] = []
 
@@ -302,7 +323,12 @@ def _fetch(
 
 
 def _checkout(
-    repo: MemoryRepo, wanted: ObjectID, ref: str | None, path: str, downloader: Downloader
+    repo: MemoryRepo,
+    wanted: ObjectID,
+    ref: str | None,
+    path: str,
+    downloader: Downloader,
+    deflates: Mapping[ObjectID, Future[bytes | None]],
 ) -> tuple[str, dict[str, TreeFile], dict[str, PackageReadError]]:
     try:
         _, commit = peel_sha(repo.object_store, wanted)
@@ -310,12 +336,16 @@ def _checkout(
         raise refused("unknown_ref", "the commit is not in the repository", ref=ref) from None
     if not isinstance(commit, Commit):
         raise refused("unknown_ref", "the ref does not name a commit", ref=ref)
-    files, problems = _walk(repo, commit, path, downloader)
+    files, problems = _walk(repo, commit, path, downloader, deflates)
     return commit.id.decode(), files, problems
 
 
 def _walk(
-    repo: MemoryRepo, commit: Commit, path: str, downloader: Downloader
+    repo: MemoryRepo,
+    commit: Commit,
+    path: str,
+    downloader: Downloader,
+    deflates: Mapping[ObjectID, Future[bytes | None]],
 ) -> tuple[dict[str, TreeFile], dict[str, PackageReadError]]:
     store = repo.object_store
     tree = store[commit.tree]
@@ -363,5 +393,6 @@ def _walk(
                 f"the tree's files add up to more than {limits.unpacked_bytes} bytes",
                 limit=limits.unpacked_bytes,
             )
-        files[name] = TreeFile(blob.as_raw_string(), 0o755 if entry.mode & 0o111 else 0o644)
+        mode = 0o755 if entry.mode & 0o111 else 0o644
+        files[name] = TreeFile(blob.as_raw_string(), mode, deflates.get(entry.sha))
     return dict(sorted(files.items())), problems

@@ -59,8 +59,11 @@ class FetchStore(MemoryObjectStore):
         *,
         read_timeout: float = 65.0,
         timed_out: Callable[[], Exception] = lambda: PipeClosed("the pack stopped arriving"),
+        on_blob: Callable[[ObjectID, bytes], object] | None = None,
     ) -> None:
         super().__init__()
+        # Called by the parsing thread with each blob as it is resolved (its id checked).
+        self._on_blob = on_blob
         self._budget = Budget(unpacked_budget, "the fetched pack's objects")
         # How long the parser waits for the pack's next bytes (the fetch's own reads are
         # bounded by its deadline: only a writer that hung would make it wait this long).
@@ -110,6 +113,8 @@ class FetchStore(MemoryObjectStore):
             for entry in read_pack(read_some or read_all, hash_func, self._budget):
                 for obj in deltas.resolve(entry):
                     self._data[obj.id] = obj
+                    if self._on_blob is not None and obj.type_num == Blob.type_num:
+                        self._on_blob(obj.id, obj.as_raw_string())
             deltas.check_resolved()
         except (PackageError, *BROKEN_PACK) as exc:
             # Raised later by `raise_failure`: dulwich closes its spooled pack file only when
@@ -189,6 +194,9 @@ class _Deltas:
             if resolved is None:
                 continue
             type_num, chunks = resolved
+            if len(chunks) > 1:  # joined once, here, as it arrives: not by every later read
+                chunks = [b"".join(chunks)]
+                resolved = type_num, chunks
             obj = ShaFile.from_raw_chunks(type_num, chunks)
             self._by_offset[current.offset] = resolved
             sha = hex_to_sha(obj.id)

@@ -11,7 +11,7 @@ import os
 import posixpath
 import struct
 from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -25,6 +25,8 @@ from chat_shell import SKILL_MD_NAMES, PackageReadError, is_ignored
 class TreeFile:
     data: bytes
     mode: int  # permission bits: 0o755 for an executable, else 0o644
+    # `_deflated(data)`, started while the fetch was still arriving (`start_deflate`), or None
+    deflated: Future[bytes | None] | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -121,15 +123,19 @@ _DEFLATERS = ThreadPoolExecutor(
 )
 
 
+def start_deflate(data: bytes) -> Future[bytes | None] | None:
+    """What `build_zip` will store for `data`, started now on the deflate threads (a fetch
+    calls it for each blob as it arrives: the ZIP is then mostly built by the time the fetch
+    ends); None for data small enough to deflate when the ZIP is built."""
+    return _DEFLATERS.submit(_deflated, data) if len(data) >= _PARALLEL_BYTES else None
+
+
 def _all_deflated(files: Mapping[str, TreeFile], paths: list[str]) -> list[bytes | None]:
-    """`_deflated` of each file of `paths`, in order: the large ones in parallel."""
-    large = {
-        p: _DEFLATERS.submit(_deflated, files[p].data)
-        for p in paths
-        if len(files[p].data) >= _PARALLEL_BYTES
-    }
-    small = {p: _deflated(files[p].data) for p in paths if p not in large}
-    return [large[p].result() if p in large else small[p] for p in paths]
+    """`_deflated` of each file of `paths`, in order: the large ones on the deflate threads
+    (from the deflate their fetch started, if it did), the small ones here meanwhile."""
+    started = {p: files[p].deflated or start_deflate(files[p].data) for p in paths}
+    inline = {p: _deflated(files[p].data) for p, future in started.items() if future is None}
+    return [inline[p] if future is None else future.result() for p, future in started.items()]
 
 
 def build_zip(files: Mapping[str, TreeFile], folder_name: str) -> BuiltZip:

@@ -128,6 +128,25 @@ async def test_importing_again_is_unchanged_and_sync_makes_a_version_only_for_ne
     assert "notes.md" in [f["path"] for f in beta["spec"]["files"]]
 
 
+async def test_a_skill_is_the_same_package_whether_its_files_were_deflated_as_they_arrived(
+    client: httpx.AsyncClient, alice: Account, server: SourceServer, tmp_path: Path
+) -> None:
+    """A whole repository's large blobs are deflated while the pack downloads; a folder's
+    import deflates them when it builds the ZIP: the same bytes either way."""
+    large = {
+        "skills/alpha/references/long.md": "a long reference line\n" * 10_000,
+        "skills/alpha/assets/noise.bin": random.Random(3).randbytes(100_000),
+    }
+    git_repo(tmp_path / "repo", {**skill_files("alpha"), **large})
+    server.repos["skills"] = tmp_path / "repo"
+    url = server.url("/git/skills.git")
+    assert results(await do_import(client, alice, url)) == {"alpha": "created"}
+    folder = await do_import(client, alice, url, path="skills/alpha")
+    assert results(folder) == {"alpha": "unchanged"}  # same sha256: no new version
+    alpha = (await client.get(f"{SKILLS}/alpha", headers=alice.headers)).json()
+    assert {"references/long.md", "assets/noise.bin"} <= {f["path"] for f in alpha["spec"]["files"]}
+
+
 async def test_a_branch_a_tag_and_an_older_commit_each_import_their_own_tree(
     client: httpx.AsyncClient, alice: Account, server: SourceServer, tmp_path: Path
 ) -> None:

@@ -106,6 +106,19 @@ def test_a_pack_read_whole_gives_the_same_objects_and_nothing_fetched_is_nothing
     assert stored(b"") == {}  # a fetch that wanted nothing writes no pack
 
 
+def test_each_resolved_blob_is_handed_to_on_blob_once_with_its_checked_id() -> None:
+    a, b, c, _ = blobs()
+    pack = build_pack([full(a), ofs_delta(0, a, b), ref_delta(b, c)])
+    seen: list[tuple[bytes, bytes]] = []
+    store = FetchStore(1 << 30, on_blob=lambda sha, data: seen.append((sha, data)))
+    pipe, commit, _ = store.add_pack()
+    for at in range(0, len(pack), 1000):
+        pipe.write(pack[at : at + 1000])
+    commit()
+    store.raise_failure()
+    assert sorted(seen) == sorted((x.id, x.as_raw_string()) for x in (a, b, c))
+
+
 def test_a_corrupt_truncated_or_unresolvable_pack_is_refused() -> None:
     a, b, c, _ = blobs()
     good = build_pack([full(a), ofs_delta(0, a, b)])

@@ -7,7 +7,7 @@ import random
 import zipfile
 from io import BytesIO
 
-from backend.skills.importing.tree import TreeFile, build_zip, skill_folders
+from backend.skills.importing.tree import TreeFile, build_zip, skill_folders, start_deflate
 from backend.skills.package import read_package
 from tests.support import zips
 
@@ -70,3 +70,21 @@ def test_skill_folders_are_the_outermost_ones_holding_a_skill_md() -> None:
     }
     assert skill_folders(tree) == ["skills/a", "skills/b"]
     assert skill_folders({"SKILL.md": b"", "x/SKILL.md": b""}) == [""]
+
+
+def test_deflates_started_early_give_the_same_zip_and_large_files_are_deflated_too() -> None:
+    """`start_deflate` (a fetch calls it per blob as it arrives) changes when files are
+    deflated, never the bytes: the ZIP is the same as one built from the bare files."""
+    text = b"".join(b"reference line %d\n" % i for i in range(20_000))  # several 64 KiB
+    written = {**files(), "references/long.md": TreeFile(text, 0o644)}
+    early = {
+        path: TreeFile(file.data, file.mode, start_deflate(file.data))
+        for path, file in written.items()
+    }
+    assert early["references/long.md"].deflated is not None  # large: started
+    assert early["SKILL.md"].deflated is None  # small: deflated with the ZIP
+    data = build_zip(early, "demo").data
+    assert data == build_zip(written, "demo").data
+    with zipfile.ZipFile(BytesIO(data)) as archive:
+        assert archive.read("demo/references/long.md") == text
+        assert archive.getinfo("demo/references/long.md").compress_size < len(text) / 4
