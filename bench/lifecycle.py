@@ -12,13 +12,11 @@ this process, whose pack building then dominates (the line says which). Either w
 server's work is inside the timed import: an import waits for its host.
 
 The host's repository is packed as hosts keep theirs, with a reachability bitmap (GitHub and
-GitLab keep bitmaps), and by default with no deltas (`--pack-window 0`, `git repack
---window=0`: how a host packs is its configuration). This repository's 20 text files are random
-draws from the same 8 words: git's delta search, which compares sizes before compression, stores
-each as a delta against another that compresses to twice the size of the file compressed whole
-(30 KiB against 14 KiB), costing the host ~10 ms and the importer as much to resolve.
-`--pack-window 10` (git's default) measures that case; delta resolution is tested either way
-(tests/backend/skills/importing/test_git_pack.py).
+GitLab keep bitmaps), with git's default delta search. The 20 text files are distinct documents,
+words drawn from a vocabulary of 2,048, so git stores them whole as it would real references;
+texts drawn from a handful of words would instead delta against each other into something twice
+their own compressed size (delta resolution is tested in
+tests/backend/skills/importing/test_git_pack.py).
 """
 
 from __future__ import annotations
@@ -28,6 +26,7 @@ import asyncio
 import itertools
 import random
 import shutil
+import string
 import subprocess
 import sys
 import tempfile
@@ -51,29 +50,30 @@ NAME = "bench-skill"
 
 
 def repository_files() -> dict[str, str | bytes]:
-    """SKILL.md, 20 text references and 20 binary assets: ~5 MiB, half of it compressible."""
+    """SKILL.md, 20 text references and 20 binary assets: ~5 MiB, the text compressible to
+    about 40 %, the assets not at all."""
     rng = random.Random(7)
-    words = ["skill", "agent", "import", "version", "package", "git", "folder", "bench"]
+    words = [
+        "".join(rng.choices(string.ascii_lowercase, k=rng.randint(2, 10))) for _ in range(2048)
+    ]
     files: dict[str, str | bytes] = {
         f"{NAME}/SKILL.md": zips.skill_md(NAME, "Benchmark skill imported from git.")
     }
     for i in range(20):
-        text = " ".join(rng.choice(words) for _ in range(128 * 1024 // 6))
+        text = " ".join(rng.choice(words) for _ in range(128 * 1024 // 5))
         files[f"{NAME}/references/doc{i:02d}.md"] = text[: 128 * 1024]
         files[f"{NAME}/assets/blob{i:02d}.bin"] = rng.randbytes(128 * 1024)
     return files
 
 
 @contextmanager
-def git_host(root: Path, pack_window: int = 0) -> Iterator[str]:
+def git_host(root: Path) -> Iterator[str]:
     """`root/bench.git`, a bare, packed copy of `root/repo` with a reachability bitmap (as hosts
-    keep repositories; git builds a pack from loose objects ~20x slower), its deltas searched
-    within `pack_window` objects, served by git in a process of its own (bench/_git_http.py);
-    yields the repository's URL."""
+    keep repositories; git builds a pack from loose objects ~20x slower), served by git in a
+    process of its own (bench/_git_http.py); yields the repository's URL."""
     bare = str(root / "bench.git")
     subprocess.run(["git", "clone", "-q", "--bare", str(root / "repo"), bare], check=True)
-    repack = ["git", "-C", bare, "repack", "-adfbq", f"--window={pack_window}"]
-    subprocess.run(repack, check=True)
+    subprocess.run(["git", "-C", bare, "repack", "-adbq"], check=True)
     server = subprocess.Popen(
         [sys.executable, "-m", "bench._git_http", str(root)],
         stdin=subprocess.PIPE,
@@ -89,17 +89,14 @@ def git_host(root: Path, pack_window: int = 0) -> Iterator[str]:
         server.wait(timeout=20)
 
 
-async def run(pairs: int, pack_window: int) -> float:
+async def run(pairs: int) -> float:
     with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
         root = Path(tmp)
         files = repository_files()
         git_repo(root / "repo", files)
         if shutil.which("git"):
-            url = stack.enter_context(git_host(root, pack_window))
-            server_kind = (
-                "git upload-pack (own process), packed repository with a bitmap, "
-                f"pack window {pack_window}"
-            )
+            url = stack.enter_context(git_host(root))
+            server_kind = "git upload-pack (own process), packed repository with a bitmap"
         else:
             source = stack.enter_context(SourceServer())
             source.repos["bench"] = root / "repo"
@@ -150,11 +147,8 @@ async def run(pairs: int, pack_window: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--pairs", type=int, default=10)
-    parser.add_argument(
-        "--pack-window", type=int, default=0, help="the host's `git repack --window` (git: 10)"
-    )
     args = parser.parse_args()
-    ratio = asyncio.run(run(args.pairs, args.pack_window))
+    ratio = asyncio.run(run(args.pairs))
     print(f"RESULT lifecycle import_ratio={ratio:.2f}")
 
 
