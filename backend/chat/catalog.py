@@ -44,7 +44,7 @@ from backend.skills.search.engine import (
 from backend.skills.search.index import ENTRY_OVERHEAD_CHARS
 from backend.skills.search.selection import GhostSkills
 from backend.skills.search.semantic import SemanticRanker
-from backend.skills.search.text import query_terms
+from backend.skills.search.text import QueryTerm, query_terms
 from chat_shell import CatalogEntry, SkillMatch, SkillSpec
 
 COMPACT_MATCHES = 5  # best matches for the user's message in a compact catalog
@@ -195,10 +195,10 @@ async def _catalog(
     source: GhostSkills,
     budget_tokens: int,
     message: str,
-    stems: Sequence[str],
+    terms: list[QueryTerm],
 ) -> _Catalog:
     """Whether the full catalog fits the budget, whether a skill names a user secret, and when
-    it fits its entries, else the counts of the search for the message (`stems`).
+    it fits its entries, else the counts of the search for the message (its `terms`).
 
     When the counts kept for the selection's sample (engine.CountsQuery) hold more rows than
     the budget could, the catalog does not fit unless the selection shrank since: one statement
@@ -209,9 +209,10 @@ async def _catalog(
     where = where_sql(session, source)
     budget_chars = budget_tokens * CHARS_PER_TOKEN
     most = budget_chars // _MIN_ENTRY_CHARS
+    stems = request_stems(terms)
     query = CountsQuery.of(dialect, where, stems) if stems else None
     if query is not None and query.known is not None and query.known.rows > most:
-        large = await _large(session, dialect, where, query, message, most)
+        large = await _large(session, dialect, where, query, (message, terms), most)
         if large is not None:
             return large
     return await _sized(session, dialect, where, query, budget_chars, most)
@@ -225,7 +226,12 @@ def _secrets_sql(where: Where) -> str:
 
 
 async def _large(
-    session: AsyncSession, dialect: str, where: Where, query: CountsQuery, message: str, most: int
+    session: AsyncSession,
+    dialect: str,
+    where: Where,
+    query: CountsQuery,
+    message: tuple[str, list[QueryTerm]],
+    most: int,
 ) -> _Catalog | None:
     """`_catalog` of a selection whose kept sample holds more than `most` rows: no catalog row
     is read, the sample tells (it has as many rows as the selection, up to its cap). None when
@@ -233,7 +239,9 @@ async def _large(
     columns = [_secrets_sql(where), query.sql()]
     if dialect == "postgresql":
         columns.append(GIN_ONLY)
-    ahead = prefetch(dialect, where, message, query) if dialect == "postgresql" else None
+    ahead = None
+    if dialect == "postgresql":
+        ahead = prefetch(dialect, where, *message, query)
     statements = [(f"SELECT {', '.join(columns)}", where.params)]
     if ahead is not None:
         statements.append((ahead.sql, where.params))
@@ -336,8 +344,8 @@ async def turn_skills(
     pins = pins or {}
     used: dict[str, UsedVersion] = {}
     where = source.condition()
-    stems = request_stems(query_terms(message))
-    size = await _catalog(session, source, budget_tokens, message, stems)
+    terms = query_terms(message)
+    size = await _catalog(session, source, budget_tokens, message, terms)
     if size.fits:
         rows = size.rows
         started = [r for r in rows if r.name in set(wanted)]

@@ -442,27 +442,29 @@ class Prefetch:
     only when the confirmed counts are `counts` (`search(prefetched=...)`): then the search
     would have sent this very statement."""
 
+    query: str
+    stems: list[str]
     counts: Counts
     plan: _Plan
     sql: str
 
 
-def prefetch(dialect: str, where: Where, query: str, counts_query: CountsQuery) -> Prefetch | None:
-    """The candidates statement of a search for `query` on the counts `counts_query` holds
-    (a stem a full sample misses counted as in no row: what its probe answers most often).
-    None without kept counts, or when no stem is in the sample."""
+def prefetch(
+    dialect: str, where: Where, query: str, terms: list[QueryTerm], counts_query: CountsQuery
+) -> Prefetch | None:
+    """The candidates statement of a search for `query` (its `terms`, whose stems
+    `counts_query` counts) on the counts `counts_query` holds (a stem a full sample misses
+    counted as in no row: what its probe answers most often). None without kept counts, or
+    when no stem is in the sample."""
     known = counts_query.known
-    if known is None:
-        return None
-    terms = query_terms(query)
-    stems = request_stems(terms)
-    if not terms or stems != counts_query.stems:
+    stems = counts_query.stems
+    if known is None or not terms:
         return None
     counts = Counts(min(known.rows, ROWS_CAP), {s: min(known.df.get(s, 0), DF_CAP) for s in stems})
     plan = _plan(terms, stems, counts)
     if plan is None:
         return None
-    return Prefetch(counts, plan, plan.sql(dialect, where))
+    return Prefetch(query, stems, counts, plan, plan.sql(dialect, where))
 
 
 async def search(
@@ -482,17 +484,19 @@ async def search(
     `counts`: the request's `Counts`, made by the caller in this transaction (`CountsQuery`
     over `request_stems(query_terms(query))`) in a statement that on PostgreSQL selects
     `GIN_ONLY` too: the turn's catalog query does it all in one step. `prefetched`: a
-    `Prefetch` and the rows its statement read, used when its counts are `counts`."""
-    terms = query_terms(query)
+    `Prefetch` for `query` and the rows its statement read, used when its counts are
+    `counts`."""
+    ahead = prefetched[0] if prefetched is not None and prefetched[0].query == query else None
+    terms = ahead.plan.terms if ahead is not None else query_terms(query)
     if not terms or limit <= 0:
         return []
-    stems = request_stems(terms)
+    stems = ahead.stems if ahead is not None else request_stems(terms)
     dialect = session.get_bind().dialect.name
     where = where_sql(session, source)
     if counts is None or counts.df.keys() != set(stems):
         counts = await _counts(session, dialect, where, stems)
-    if prefetched is not None and prefetched[0].counts == counts:
-        plan: _Plan | None = prefetched[0].plan
+    if ahead is not None and prefetched is not None and ahead.counts == counts:
+        plan: _Plan | None = ahead.plan
         rows = prefetched[1]
     else:
         plan = _plan(terms, stems, counts)
