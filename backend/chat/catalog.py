@@ -4,7 +4,10 @@ full, and the directory (chat_shell's `SkillDirectory`) that finds and fetches t
 A turn reads catalog fields from `skill_search` only, and never more rows than the catalog
 budget could hold: when the Ghost's enabled skills fit its budget the catalog lists them all
 (as it always did); when they do not, it lists the preloaded and recently used skills and the
-best matches for the user's message, and the model gets `search_skills`. Full definitions
+best matches for the user's message, and the model gets `search_skills`. Once the process keeps
+the counts of a selection too large for its budget, a turn reads none of its catalog rows, and
+on PostgreSQL its search's candidates come in the same round trip as the statement confirming
+those counts (`_large`). Full definitions
 (instructions, tools) are read for the skills a turn starts with and for each skill it loads,
 through `SkillSpecCache`, keyed by the package's content hash. A skill the Ghost pins
 (`name@3`) is that version's CRD and package, read from `skill_versions`; the others are the
@@ -237,10 +240,9 @@ async def _large(
     is read, the sample tells (it has as many rows as the selection, up to its cap). None when
     the sample now holds `most` rows or fewer: the catalog may fit, `_sized` tells."""
     columns = [_secrets_sql(where), query.sql()]
-    if dialect == "postgresql":
-        columns.append(GIN_ONLY)
     ahead = None
-    if dialect == "postgresql":
+    if dialect == "postgresql":  # SQLite has no round trip to save: the search reads its own
+        columns.append(GIN_ONLY)
         ahead = prefetch(dialect, where, *message, query)
     statements = [(f"SELECT {', '.join(columns)}", where.params)]
     if ahead is not None:

@@ -10,7 +10,9 @@
    `CANDIDATES` by name, tags, "when to use" and description (PostgreSQL `ts_rank` over the
    weighted `head` tsvector of at most `RANK_POOL` matches, SQLite `bm25` with column
    weights). Counts are bounded (`ROWS_CAP`, `DF_CAP`), and so is the work at any catalog
-   size. On PostgreSQL the planner is kept to the GIN index for finding matches.
+   size. On PostgreSQL the planner is kept to the GIN index for finding matches. A turn may
+   send this statement before its counts are confirmed, planned on the counts kept for the
+   sample (`Prefetch`): its rows count only if the confirmed counts are the same.
 4. Each candidate's matched mass M sums, over the request's terms, the term's IDF times the
    weight of the best field holding it (`FIELD_WEIGHTS`; an expansion at `EXPANSION_WEIGHT` of
    that). Its score is the geometric mean of two shares in [0, 1]: coverage, M over the IDF of
@@ -406,10 +408,9 @@ def _pool(present: Sequence[str], df: Mapping[str, int]) -> list[str]:
 
 @dataclass(frozen=True)
 class _Plan:
-    """What a search for `terms` reads and how it scores it, given its `counts`."""
+    """What a search for `terms` reads, given its counts."""
 
     terms: list[QueryTerm]
-    counts: Counts
     present: list[str]  # the request's stems some row holds: scored
     pool: list[str]  # the stems candidates come from
     ranked: bool  # the engine ranks the pool's matches (else all are scored)
@@ -431,7 +432,7 @@ def _plan(terms: list[QueryTerm], stems: Sequence[str], counts: Counts) -> _Plan
         # From a sample of a larger catalog, the counts say how rare a term is, not how many
         # rows hold it: the engine ranks.
         ranked = n >= ROWS_CAP or sum(df[s] for s in pool) > CANDIDATES
-    return _Plan(terms, counts, present, pool, ranked)
+    return _Plan(terms, present, pool, ranked)
 
 
 @dataclass(frozen=True)
