@@ -4,7 +4,10 @@ full, and the directory (chat_shell's `SkillDirectory`) that finds and fetches t
 A turn reads catalog fields from `skill_search` only, and never more rows than the catalog
 budget could hold: when the Ghost's enabled skills fit its budget the catalog lists them all
 (as it always did); when they do not, it lists the preloaded and recently used skills and the
-best matches for the user's message, and the model gets `search_skills`. Full definitions
+best matches for the user's message, and the model gets `search_skills`. Once the process keeps
+the counts of a selection too large for its budget, a turn reads none of its catalog rows, and
+on PostgreSQL its search's candidates come in the same round trip as the statement confirming
+those counts (`_large`). Full definitions
 (instructions, tools) are read for the skills a turn starts with and for each skill it loads,
 through `SkillSpecCache`, keyed by the package's content hash. A skill the Ghost pins
 (`name@3`) is that version's CRD and package, read from `skill_versions`; the others are the
@@ -26,12 +29,17 @@ from backend.chat.skill_versions import UsedVersion
 from backend.crd.skill import Skill
 from backend.crd.stored import stored
 from backend.db.models import SYSTEM_USER_ID, Kind, SkillSearch, SkillVersion
+from backend.db.pipeline import run_all
 from backend.errors import SkillhiveError
 from backend.skills import versions
+from backend.skills.search import sample
 from backend.skills.search.engine import (
     GIN_ONLY,
     Counts,
     CountsQuery,
+    Prefetch,
+    Where,
+    prefetch,
     request_stems,
     search,
     where_sql,
@@ -39,7 +47,7 @@ from backend.skills.search.engine import (
 from backend.skills.search.index import ENTRY_OVERHEAD_CHARS
 from backend.skills.search.selection import GhostSkills
 from backend.skills.search.semantic import SemanticRanker
-from backend.skills.search.text import query_terms
+from backend.skills.search.text import QueryTerm, query_terms
 from chat_shell import CatalogEntry, SkillMatch, SkillSpec
 
 COMPACT_MATCHES = 5  # best matches for the user's message in a compact catalog
@@ -167,6 +175,8 @@ class _Catalog:
     secrets: bool  # a skill names a user secret in its MCP servers
     counts: Counts | None  # when it does not fit: the statistics of the search for the message
     rows: list[Any]  # when it fits: its entries (`_ENTRY_COLUMNS`), by name
+    # The search's candidates read ahead in the same round trip, and their rows (`Prefetch`).
+    prefetched: tuple[Prefetch, list[Any]] | None = None
 
 
 @dataclass(frozen=True)
@@ -184,30 +194,90 @@ _ENTRY_SQL = ", ".join(f"sizes.{c.key}" for c in _ENTRY_COLUMNS)
 
 
 async def _catalog(
-    session: AsyncSession, source: GhostSkills, budget_tokens: int, stems: Sequence[str]
+    session: AsyncSession,
+    source: GhostSkills,
+    budget_tokens: int,
+    message: str,
+    terms: list[QueryTerm],
 ) -> _Catalog:
     """Whether the full catalog fits the budget, whether a skill names a user secret, and when
-    it fits its entries, else the counts of the search for the message (`stems`), in one
-    query that reads at most as many catalog rows as the budget could hold (and the search
-    sample's fingerprint, with its word counts when they are not kept: engine.CountsQuery).
-    The entries join only when it fits, the counts are made only when it does not (a CASE
-    branch the database never enters otherwise). On PostgreSQL it also sets the plans for the search
-    that follows."""
+    it fits its entries, else the counts of the search for the message (its `terms`).
+
+    When the counts kept for the selection's sample (engine.CountsQuery) hold more rows than
+    the budget could, the catalog does not fit unless the selection shrank since: one statement
+    reads the secrets flag and the sample's fingerprint and counts (`_large`), and on
+    PostgreSQL the search's candidates statement, planned on the kept counts, goes in the same
+    round trip (`engine.Prefetch`). Otherwise `_sized` reads the catalog's sizes."""
     dialect = session.get_bind().dialect.name
     where = where_sql(session, source)
     budget_chars = budget_tokens * CHARS_PER_TOKEN
     most = budget_chars // _MIN_ENTRY_CHARS
+    stems = request_stems(terms)
+    query = CountsQuery.of(dialect, where, stems) if stems else None
+    if query is not None and query.known is not None and query.known.rows > most:
+        large = await _large(session, dialect, where, query, (message, terms), most)
+        if large is not None:
+            return large
+    return await _sized(session, dialect, where, query, budget_chars, most)
+
+
+def _secrets_sql(where: Where) -> str:
+    return (
+        f"EXISTS (SELECT 1 FROM skill_search WHERE ({where.sql}) "
+        "AND skill_search.uses_secrets IS true)"
+    )
+
+
+async def _large(
+    session: AsyncSession,
+    dialect: str,
+    where: Where,
+    query: CountsQuery,
+    message: tuple[str, list[QueryTerm]],
+    most: int,
+) -> _Catalog | None:
+    """`_catalog` of a selection whose kept sample holds more than `most` rows: no catalog row
+    is read, the sample tells (it has as many rows as the selection, up to its cap). None when
+    the sample now holds `most` rows or fewer: the catalog may fit, `_sized` tells."""
+    columns = [_secrets_sql(where), query.sql()]
+    ahead = None
+    if dialect == "postgresql":  # SQLite has no round trip to save: the search reads its own
+        columns.append(GIN_ONLY)
+        ahead = prefetch(dialect, where, *message, query)
+    statements = [(f"SELECT {', '.join(columns)}", where.params)]
+    if ahead is not None:
+        statements.append((ahead.sql, where.params))
+    results = await run_all(session, statements)
+    secrets, value = results[0][0][0], results[0][0][1]
+    if sample.rows_of(str(value)) <= most:
+        return None
+    counts = await query.counts(session, value)
+    prefetched = (ahead, results[1]) if ahead is not None else None
+    return _Catalog(False, bool(secrets), counts, [], prefetched)
+
+
+async def _sized(
+    session: AsyncSession,
+    dialect: str,
+    where: Where,
+    query: CountsQuery | None,
+    budget_chars: int,
+    most: int,
+) -> _Catalog:
+    """`_catalog` in one query that reads at most as many catalog rows as the budget could hold
+    (and the search sample's fingerprint, with its word counts when they are not kept). The
+    entries join only when it fits, the counts are made only when it does not (a CASE branch
+    the database never enters otherwise). On PostgreSQL it also sets the plans for the search
+    that follows."""
     read = most + 1  # enough to tell it does not fit
     total = "coalesce(sum(sizes.chars), 0)"
     fits = f"count(*) <= {most} AND {total} <= {budget_chars}"
     columns = [
         "count(*) AS n",
         f"{total} AS total",
-        f"EXISTS (SELECT 1 FROM skill_search WHERE ({where.sql}) "
-        "AND skill_search.uses_secrets IS true) AS secrets",
+        f"{_secrets_sql(where)} AS secrets",
         f"CASE WHEN {fits} THEN 1 ELSE 0 END AS fits",
     ]
-    query = CountsQuery.of(dialect, where, stems) if stems else None
     if query is not None:
         columns.append(f"CASE WHEN NOT ({fits}) THEN {query.sql()} END AS df")
     if dialect == "postgresql":
@@ -220,7 +290,7 @@ async def _catalog(
     )
     sql = (
         f"WITH sizes AS ({sizes}), size AS (SELECT {', '.join(columns)} FROM sizes) "
-        f"SELECT size.n, size.total, size.secrets, {'size.df' if stems else 'NULL'}, "
+        f"SELECT size.n, size.total, size.secrets, {'size.df' if query else 'NULL'}, "
         f"{_ENTRY_SQL} FROM size LEFT JOIN sizes ON size.fits = 1 ORDER BY sizes.name"
     )
     connection = await session.connection()
@@ -276,7 +346,8 @@ async def turn_skills(
     pins = pins or {}
     used: dict[str, UsedVersion] = {}
     where = source.condition()
-    size = await _catalog(session, source, budget_tokens, request_stems(query_terms(message)))
+    terms = query_terms(message)
+    size = await _catalog(session, source, budget_tokens, message, terms)
     if size.fits:
         rows = size.rows
         started = [r for r in rows if r.name in set(wanted)]
@@ -296,6 +367,7 @@ async def turn_skills(
         threshold=threshold,
         counts=size.counts,
         rerank=rerank,
+        prefetched=size.prefetched,
     )
     pinned = await _pinned_descriptions(session, cache, [*started, *matches], pins)
     entries = {r.name: _entry(r, pinned) for r in started}

@@ -10,7 +10,9 @@
    `CANDIDATES` by name, tags, "when to use" and description (PostgreSQL `ts_rank` over the
    weighted `head` tsvector of at most `RANK_POOL` matches, SQLite `bm25` with column
    weights). Counts are bounded (`ROWS_CAP`, `DF_CAP`), and so is the work at any catalog
-   size. On PostgreSQL the planner is kept to the GIN index for finding matches.
+   size. On PostgreSQL the planner is kept to the GIN index for finding matches. A turn may
+   send this statement before its counts are confirmed, planned on the counts kept for the
+   sample (`Prefetch`): its rows count only if the confirmed counts are the same.
 4. Each candidate's matched mass M sums, over the request's terms, the term's IDF times the
    weight of the best field holding it (`FIELD_WEIGHTS`; an expansion at `EXPANSION_WEIGHT` of
    that). Its score is the geometric mean of two shares in [0, 1]: coverage, M over the IDF of
@@ -66,6 +68,9 @@ _FTS_WEIGHTS = "10.0, 6.0, 6.0, 4.0, 0.0"
 # The weight of each field's words in PostgreSQL's `document`, in the same field order
 # (migration 0003): tags and "when to use" share B, as they share their field weight.
 _PG_FIELD_WEIGHTS = "ABBCD"
+_PG_LABELS = "".join(sorted(set(_PG_FIELD_WEIGHTS)))
+# Which block of a PostgreSQL candidate's flags tests each field (`_pg_presence`).
+_PG_BLOCKS = tuple(_PG_LABELS.index(label) for label in _PG_FIELD_WEIGHTS)
 
 
 @dataclass(frozen=True)
@@ -82,7 +87,7 @@ _SQL_SAFE_STEM = re.compile(r"[^\W_]+")  # what may be written into SQL as a lit
 
 
 @dataclass(frozen=True)
-class _Where:
+class Where:
     """A search's condition as driver SQL over `skill_search`, and its parameters."""
 
     sql: str
@@ -103,10 +108,10 @@ def _driver_dialect(bound: Dialect) -> Dialect:
 
 
 _WHERE_CACHE_SIZE = 256
-_WHERES: OrderedDict[tuple[str, str], _Where] = OrderedDict()
+_WHERES: OrderedDict[tuple[str, str], Where] = OrderedDict()
 
 
-def where_sql(session: AsyncSession, source: SkillSource) -> _Where:
+def where_sql(session: AsyncSession, source: SkillSource) -> Where:
     """The condition of `source`, compiled once and pasted into each statement of a search as text.
 
     The statements differ per request (their stems), so SQLAlchemy could not cache them, and
@@ -127,13 +132,13 @@ def where_sql(session: AsyncSession, source: SkillSource) -> _Where:
     )
     head, _, condition = compiled.string.partition("WHERE ")
     assert head.split() == ["SELECT", "1", "FROM", "skill_search"], compiled.string
-    found = _WHERES[key] = _Where(condition, MappingProxyType(dict(compiled.params)))
+    found = _WHERES[key] = Where(condition, MappingProxyType(dict(compiled.params)))
     if len(_WHERES) > _WHERE_CACHE_SIZE:
         _WHERES.popitem(last=False)
     return found
 
 
-async def _rows(session: AsyncSession, sql: str, where: _Where) -> Sequence[Any]:
+async def _rows(session: AsyncSession, sql: str, where: Where) -> Sequence[Any]:
     connection = await session.connection()
     return (await connection.exec_driver_sql(sql, dict(where.params))).all()
 
@@ -183,7 +188,7 @@ def request_stems(terms: Sequence[QueryTerm]) -> list[str]:
     return stems
 
 
-def _probes(dialect: str, where: _Where, stems: Sequence[str]) -> str:
+def _probes(dialect: str, where: Where, stems: Sequence[str]) -> str:
     """One SQL expression: for each of `stems`, `1` when a row of `where` holds it, else `0`,
     as text in their order. For stems a full sample misses: rare, so an index probe of their
     few rows each."""
@@ -210,14 +215,14 @@ class CountsQuery:
     `where` holds it (an index probe of its few rows), so it is still searched."""
 
     dialect: str
-    where: _Where
+    where: Where
     stems: list[str]
     key: tuple[Any, ...]
     known: SampleWords | None
     probed: list[str]  # stems the kept sample misses: probed in the same statement
 
     @classmethod
-    def of(cls, dialect: str, where: _Where, stems: Sequence[str]) -> CountsQuery:
+    def of(cls, dialect: str, where: Where, stems: Sequence[str]) -> CountsQuery:
         key = (dialect, where.sql, tuple(sorted(where.params.items())))
         known = sample.kept(key)
         return cls(dialect, where, list(stems), key, known, _missed(known, stems))
@@ -267,7 +272,7 @@ _GIN_DONE = (
 
 
 async def _counts(
-    session: AsyncSession, dialect: str, where: _Where, stems: Sequence[str]
+    session: AsyncSession, dialect: str, where: Where, stems: Sequence[str]
 ) -> Counts:
     """The rows searched and the rows holding each stem, in one statement that on PostgreSQL
     also keeps the search's next statement on the GIN indexes (`GIN_ONLY`)."""
@@ -333,36 +338,27 @@ def _pg_ranked_ids(where: str, stems: Sequence[str]) -> str:
     )
 
 
-async def _candidates(
-    session: AsyncSession,
-    dialect: str,
-    where: _Where,
-    stems: Sequence[str],
-    scored: Sequence[str],
-    *,
-    ranked: bool,
-) -> Sequence[Any]:
-    """The rows `_candidate_ids` chooses, each with `_presence(scored)`."""
+def _candidates_sql(
+    dialect: str, where: Where, stems: Sequence[str], scored: Sequence[str], *, ranked: bool
+) -> str:
+    """The statement reading the rows `_candidate_ids` chooses, each with `_presence(scored)`."""
     # The term fields are tested only for the rows chosen: the database would otherwise test
     # every matching row before sorting. Their order does not matter, scores order the hits.
     ids = _candidate_ids(dialect, where.sql, stems, ranked=ranked)
     columns = "kind_id, user_id, namespace, name, description"
     if dialect == "postgresql":
         flags = _pg_presence(scored)
-        return await _rows(
-            session,
+        return (
             f"SELECT {columns}, {flags} AS flags FROM skill_search AS c "
-            f"WHERE c.ctid = ANY(ARRAY({ids})) AND (SELECT {_GIN_DONE}) IS NOT NULL",
-            where,
+            f"WHERE c.ctid = ANY(ARRAY({ids})) AND (SELECT {_GIN_DONE}) IS NOT NULL"
         )
     padded = ", ".join(
         f"' ' || {column} || ' ' AS f{i}" for i, (column, _) in enumerate(FIELD_WEIGHTS)
     )
-    stmt = (
+    return (
         f"SELECT {columns}, {_presence(scored)} AS flags "
         f"FROM (SELECT {columns}, {padded} FROM skill_search WHERE kind_id IN ({ids})) AS c"
     )
-    return await _rows(session, stmt, where)
 
 
 def _presence(stems: Sequence[str]) -> str:
@@ -379,8 +375,9 @@ def _presence(stems: Sequence[str]) -> str:
 def _pg_presence(stems: Sequence[str]) -> str:
     """PostgreSQL: `_presence`'s flags from the row's `document`, whose weights say the field
     of each word (`_PG_FIELD_WEIGHTS`): a lookup in the tsvector the row holds, where testing
-    the term texts read each candidate's body terms out of line (TOAST)."""
-    labels = _PG_FIELD_WEIGHTS
+    the term texts read each candidate's body terms out of line (TOAST). One block of tests
+    per weight, not per field: tags and "when to use" share theirs (`_PG_BLOCKS`)."""
+    labels = _PG_LABELS
     tests = [f"c.document@@'''{stem}'':{label}'::tsquery" for label in labels for stem in stems]
     return f"array_to_string(ARRAY[{','.join(tests)}]::int[],'')"
 
@@ -409,6 +406,68 @@ def _pool(present: Sequence[str], df: Mapping[str, int]) -> list[str]:
     return pool
 
 
+@dataclass(frozen=True)
+class _Plan:
+    """What a search for `terms` reads, given its counts."""
+
+    terms: list[QueryTerm]
+    present: list[str]  # the request's stems some row holds: scored
+    pool: list[str]  # the stems candidates come from
+    ranked: bool  # the engine ranks the pool's matches (else all are scored)
+
+    def sql(self, dialect: str, where: Where) -> str:
+        return _candidates_sql(dialect, where, self.pool, self.present, ranked=self.ranked)
+
+
+def _plan(terms: list[QueryTerm], stems: Sequence[str], counts: Counts) -> _Plan | None:
+    """The search's plan; None when no row holds any of its stems."""
+    n, df = counts.rows, counts.df
+    present = [s for s in stems if df[s] > 0]
+    if not present:
+        return None
+    if n <= SCORE_ALL:  # few enough to score every skill that matches a term
+        pool, ranked = present, False
+    else:
+        pool = _pool(present, df)
+        # From a sample of a larger catalog, the counts say how rare a term is, not how many
+        # rows hold it: the engine ranks.
+        ranked = n >= ROWS_CAP or sum(df[s] for s in pool) > CANDIDATES
+    return _Plan(terms, present, pool, ranked)
+
+
+@dataclass(frozen=True)
+class Prefetch:
+    """A search's candidates statement planned on the counts kept for its selection's sample
+    (sample.py), before the statement that reads the sample's fingerprint has confirmed them:
+    the turn sends both in one round trip (backend/chat/catalog.py). Its rows are the search's
+    only when the confirmed counts are `counts` (`search(prefetched=...)`): then the search
+    would have sent this very statement."""
+
+    query: str
+    stems: list[str]
+    counts: Counts
+    plan: _Plan
+    sql: str
+
+
+def prefetch(
+    dialect: str, where: Where, query: str, terms: list[QueryTerm], counts_query: CountsQuery
+) -> Prefetch | None:
+    """The candidates statement of a search for `query` (its `terms`, whose stems
+    `counts_query` counts) on the counts `counts_query` holds (a stem a full sample misses
+    counted as in no row: what its probe answers most often). None without kept counts, or
+    when no stem is in the sample."""
+    known = counts_query.known
+    stems = counts_query.stems
+    if known is None or not terms:
+        return None
+    counts = Counts(min(known.rows, ROWS_CAP), {s: min(known.df.get(s, 0), DF_CAP) for s in stems})
+    plan = _plan(terms, stems, counts)
+    if plan is None:
+        return None
+    return Prefetch(query, stems, counts, plan, plan.sql(dialect, where))
+
+
 async def search(
     session: AsyncSession,
     source: SkillSource,
@@ -418,34 +477,37 @@ async def search(
     threshold: float,
     counts: Counts | None = None,
     rerank: SemanticRanker | None = None,
+    prefetched: tuple[Prefetch, Sequence[Any]] | None = None,
 ) -> list[SearchHit]:
     """The skills of `source` that fit `query`, best first, each scoring at least `threshold`;
     with `rerank`, its best lexical matches ordered semantically (semantic.py).
 
-    `counts`: the request's `Counts`, made by the caller in this transaction (`frequencies_sql`
+    `counts`: the request's `Counts`, made by the caller in this transaction (`CountsQuery`
     over `request_stems(query_terms(query))`) in a statement that on PostgreSQL selects
-    `GIN_ONLY` too: the turn's catalog query does it all in one step."""
-    terms = query_terms(query)
+    `GIN_ONLY` too: the turn's catalog query does it all in one step. `prefetched`: a
+    `Prefetch` for `query` and the rows its statement read, used when its counts are
+    `counts`."""
+    ahead = prefetched[0] if prefetched is not None and prefetched[0].query == query else None
+    terms = ahead.plan.terms if ahead is not None else query_terms(query)
     if not terms or limit <= 0:
         return []
-    stems = request_stems(terms)
+    stems = ahead.stems if ahead is not None else request_stems(terms)
     dialect = session.get_bind().dialect.name
     where = where_sql(session, source)
     if counts is None or counts.df.keys() != set(stems):
         counts = await _counts(session, dialect, where, stems)
-    n, df = counts.rows, counts.df
-    present = [s for s in stems if df[s] > 0]
-    if not present:
-        return []
-    if n <= SCORE_ALL:  # few enough to score every skill that matches a term
-        pool, ranked = present, False
+    if ahead is not None and prefetched is not None and ahead.counts == counts:
+        plan: _Plan | None = ahead.plan
+        rows = prefetched[1]
     else:
-        pool = _pool(present, df)
-        # From a sample of a larger catalog, the counts say how rare a term is, not how many
-        # rows hold it: the engine ranks.
-        ranked = n >= ROWS_CAP or sum(df[s] for s in pool) > CANDIDATES
-    rows = await _candidates(session, dialect, where, pool, present, ranked=ranked)
-    scorer = Scorer(terms, term_weights(terms, df, n), present, n)
+        plan = _plan(terms, stems, counts)
+        if plan is None:
+            return []
+        rows = await _rows(session, plan.sql(dialect, where), where)
+    assert plan is not None
+    n = counts.rows
+    blocks = _PG_BLOCKS if dialect == "postgresql" else tuple(range(len(FIELD_WEIGHTS)))
+    scorer = Scorer(terms, term_weights(terms, counts.df, n), plan.present, n, blocks)
     scores: dict[str, float] = {}  # candidates often share their flags: score each once
     found = []
     # Rows unpacked, not read by attribute: that costs a microsecond a read, per candidate.

@@ -99,6 +99,12 @@ def sample_sql(dialect: str, where: str, known: SampleWords | None) -> str:
     )
 
 
+def rows_of(value: str) -> int:
+    """The number of rows of the sample `sample_sql`'s `value` describes (its fingerprint's):
+    the selection's rows, up to `ROWS_CAP`."""
+    return int(value.partition(",")[0])
+
+
 def read(dialect: str, value: str, known: SampleWords | None) -> tuple[SampleWords, bool]:
     """The sample's words from `sample_sql`'s `value`, and whether they were counted anew."""
     fingerprint, counted, words = value.partition(";")

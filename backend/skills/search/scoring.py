@@ -39,8 +39,15 @@ class Scorer:
     credit first, so scoring a row is a few lookups per term."""
 
     def __init__(
-        self, terms: Sequence[QueryTerm], weights: Sequence[float], stems: Sequence[str], n: int
+        self,
+        terms: Sequence[QueryTerm],
+        weights: Sequence[float],
+        stems: Sequence[str],
+        n: int,
+        blocks: Sequence[int] = tuple(range(len(FIELD_WEIGHTS))),
     ) -> None:
+        """`blocks`: for each field of `FIELD_WEIGHTS`, which block of `len(stems)` flags holds
+        its tests (fields that share a weight in the index share a block)."""
         position = {stem: j for j, stem in enumerate(stems)}
         width = len(stems)
         self._terms: list[tuple[float, list[tuple[float, int]]]] = []
@@ -51,7 +58,7 @@ class Scorer:
                     if stem in position:
                         full = stem == term.stem
                         credit = field_weight * (1.0 if full else EXPANSION_WEIGHT)
-                        credits.append((credit, i * width + position[stem]))
+                        credits.append((credit, blocks[i] * width + position[stem]))
             credits.sort(key=lambda c: -c[0])
             self._terms.append((weight, credits))
         self._total = sum(weights)

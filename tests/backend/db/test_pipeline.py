@@ -1,0 +1,52 @@
+"""Statements run together (backend/db/pipeline.py): in order, in the session's transaction."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from backend.db.engine import create_engine, create_sessionmaker
+from backend.db.pipeline import run_all
+
+
+@pytest.fixture
+async def engine(database_url: str) -> AsyncIterator[AsyncEngine]:
+    found = create_engine(database_url)
+    try:
+        yield found
+    finally:
+        await found.dispose()
+
+
+async def test_each_statement_s_rows_in_order_and_a_later_one_sees_an_earlier_one_s_work(
+    engine: AsyncEngine, db_backend: str
+) -> None:
+    async with create_sessionmaker(engine)() as session:
+        await session.execute(text("CREATE TEMPORARY TABLE notes (n INTEGER)"))
+        rows = await run_all(
+            session,
+            [
+                ("INSERT INTO notes (n) VALUES (1), (2) RETURNING n", {}),
+                ("SELECT count(*) FROM notes WHERE n >= %(low)s", {"low": 2})
+                if db_backend == "postgresql"
+                else ("SELECT count(*) FROM notes WHERE n >= :low", {"low": 2}),
+                ("SELECT n * 10 FROM notes ORDER BY n", {}),
+            ],
+        )
+        assert [[tuple(r) for r in result] for result in rows] == [
+            [(1,), (2,)],
+            [(1,)],
+            [(10,), (20,)],
+        ]
+        # Still the session's transaction: what the statements wrote is there until it ends.
+        assert (await session.execute(text("SELECT count(*) FROM notes"))).scalar() == 2
+        await session.rollback()
+
+
+async def test_one_statement_runs_as_the_session_runs_it(engine: AsyncEngine) -> None:
+    async with create_sessionmaker(engine)() as session:
+        (rows,) = await run_all(session, [("SELECT 7", {})])
+    assert [tuple(r) for r in rows] == [(7,)]
