@@ -33,16 +33,15 @@ from backend.db.pipeline import run_all
 from backend.errors import SkillhiveError
 from backend.skills import versions
 from backend.skills.search import sample
+from backend.skills.search.condition import Where, where_sql
 from backend.skills.search.engine import (
     GIN_ONLY,
     Counts,
     CountsQuery,
     Prefetch,
-    Where,
     prefetch,
     request_stems,
     search,
-    where_sql,
 )
 from backend.skills.search.index import ENTRY_OVERHEAD_CHARS
 from backend.skills.search.selection import GhostSkills

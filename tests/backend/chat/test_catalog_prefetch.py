@@ -23,7 +23,8 @@ from backend.db.engine import create_engine, create_sessionmaker
 from backend.kinds.store import Scope
 from backend.skills import service
 from backend.skills.search import engine, sample
-from backend.skills.search.engine import Where, search
+from backend.skills.search.condition import Where
+from backend.skills.search.engine import search
 from backend.skills.search.selection import GhostSkills
 from tests.support import zips
 from tests.support.search_catalog import big_catalog

@@ -13,7 +13,8 @@ from backend.db.models import Kind, SkillSearch
 from backend.kinds.store import Scope
 from backend.skills import service
 from backend.skills.search import sample
-from backend.skills.search.engine import ROWS_CAP, CountsQuery, search, where_sql
+from backend.skills.search.condition import where_sql
+from backend.skills.search.engine import ROWS_CAP, CountsQuery, search
 from backend.skills.search.sample import SampleWords
 from backend.skills.search.selection import GhostSkills, SkillSource
 from tests.support import zips
