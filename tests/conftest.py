@@ -118,6 +118,11 @@ def sqlite_template(services_dir: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
+def seeded_sqlite_template(sqlite_template: Path, services_dir: Path) -> Path:
+    return services.prepare_seeded_sqlite_template(sqlite_template, services_dir / "seeded.db")
+
+
+@pytest.fixture(scope="session")
 def _openai_server() -> Iterator[FakeOpenAIServer]:
     with FakeOpenAIServer() as server:
         yield server
@@ -137,13 +142,20 @@ def db_backend(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def database_url(db_backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """A clean, migrated database on the backend this test instance runs on."""
+    """A clean, migrated database on the backend this test instance runs on.
+
+    For a test using the `app` fixture, the built-in skills are already in it, as that app's
+    start-up would have written them (it finds them unchanged): most of a test app's start-up.
+    """
+    seeded = "app" in request.fixturenames
     if db_backend == "postgresql":
         admin_url = request.getfixturevalue("postgres_admin_url")
-        with services.postgres_database(admin_url) as url:
+        with services.postgres_database(admin_url, seeded=seeded) as url:
             yield url
     else:
-        template = request.getfixturevalue("sqlite_template")
+        template = request.getfixturevalue(
+            "seeded_sqlite_template" if seeded else "sqlite_template"
+        )
         with services.sqlite_database(template, tmp_path) as url:
             yield url
 
