@@ -11,11 +11,11 @@ from dataclasses import dataclass
 
 from pydantic import SecretStr
 
+from backend.chat.conversations import WindowMessage
 from backend.chat.mcp import engine_servers, secret_names
 from backend.config import Settings
 from backend.crd.ghost import GhostModel, GhostSpec
 from backend.crd.skill import Skill
-from backend.db.models import Message
 from backend.errors import InvalidRequest
 from backend.ghosts.resolve import ResolvedGhost
 from chat_shell import (
@@ -44,7 +44,7 @@ class TurnInputs:
     catalog: Sequence[CatalogEntry]  # what the prompt lists of the Ghost's enabled skills
     skills: Sequence[SkillSpec]  # the skills the turn starts with in full
     skill_search: bool  # the catalog is compact: the model searches for the rest
-    history: Sequence[Message]
+    history: Sequence[WindowMessage]
     user_turns_before: int
     user_message: str
     secrets: Mapping[str, str]
@@ -127,7 +127,7 @@ def model_settings(
     )
 
 
-def history(messages: Sequence[Message]) -> list[HistoryMessage]:
+def history(messages: Sequence[WindowMessage]) -> list[HistoryMessage]:
     return [
         HistoryMessage(
             role="user" if m.role == "user" else "assistant",
@@ -167,13 +167,13 @@ def retention_turns(spec: GhostSpec, settings: Settings) -> int:
     return settings.retention_turns if retention is None else retention
 
 
-def turn_index(user_turns_before: int, messages: Sequence[Message]) -> int:
+def turn_index(user_turns_before: int, messages: Sequence[WindowMessage]) -> int:
     return user_turns_before + sum(1 for m in messages if m.role == "user")
 
 
 def wanted_skills(
     spec: GhostSpec,
-    messages: Sequence[Message],
+    messages: Sequence[WindowMessage],
     user_turns_before: int,
     settings: Settings,
 ) -> list[str]:

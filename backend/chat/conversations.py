@@ -55,29 +55,57 @@ _ADD_USER_MESSAGE = (
 # An answer, every column given (the returned message is built from the same values).
 _ADD_REPLY = insert(_MESSAGES).returning(_MESSAGES.c.id)
 # A turn's conversation, its owner and their quota overrides, with the message window: one
-# query (the outer join still yields the owner when no message matches).
+# query (the outer join still yields the owner when no message matches). Core columns, not
+# entities: loading ORM objects for every message of the window cost a turn more CPU than the
+# query (only a retried turn's stored answer becomes a `Message`).
 _WINDOW = (
-    select(Conversation, User, UserQuota.limits, Message)
+    select(
+        Conversation.ghost,
+        User.id.label("user_id"),
+        User.name.label("user_name"),
+        User.is_active,
+        UserQuota.limits,
+        *(c.label(f"m_{c.key}") for c in _MESSAGES.c),
+    )
+    .select_from(Conversation)
     .join(User, User.id == Conversation.user_id)
     .outerjoin(UserQuota, UserQuota.user_id == User.id)
     .outerjoin(
-        Message,
+        _MESSAGES,
         and_(
-            Message.conversation_id == Conversation.id,
-            or_(Message.id <= bindparam("mid"), Message.reply_to == bindparam("mid")),
+            _MESSAGES.c.conversation_id == Conversation.id,
+            or_(_MESSAGES.c.id <= bindparam("mid"), _MESSAGES.c.reply_to == bindparam("mid")),
         ),
     )
     .where(Conversation.id == bindparam("cid"))
-    .order_by(Message.id.desc())
+    .order_by(_MESSAGES.c.id.desc())
     .limit(bindparam("rows", type_=Integer))
 )
+_MESSAGE_KEYS = tuple(c.key for c in _MESSAGES.c)
+_FIRST_MESSAGE_COLUMN = 5  # _WINDOW's columns before the message's
 
 
 @dataclass(frozen=True)
 class Owned:
-    conversation: Conversation
-    user: User
+    """A turn's conversation as the runner needs it: its Ghost and its owner."""
+
+    ghost: str  # the conversation's Ghost reference ("ns/name" or "public/name")
+    user_id: int
+    user_name: str
+    user_active: bool
     quota_overrides: dict[str, Any] | None  # the owner's `user_quotas.limits` (None: no row)
+
+
+@dataclass(frozen=True, slots=True)
+class WindowMessage:
+    """A message of a turn's window, with the columns a turn reads."""
+
+    id: int
+    role: str
+    content: str
+    reply_to: int | None
+    tool_calls: list[dict[str, Any]] | None
+    loaded_skills: list[dict[str, Any]] | None
 
 
 @dataclass(frozen=True)
@@ -86,9 +114,9 @@ class TurnWindow:
     message table, in one query."""
 
     owned: Owned | None  # None: the conversation is gone
-    user_message: Message | None
-    reply: Message | None  # the stored answer, if this turn already ran
-    history: list[Message]  # oldest first, at most `history` messages, before the user message
+    user_message: WindowMessage | None
+    reply: Message | None  # the stored answer (detached), if this turn already ran
+    history: list[WindowMessage]  # oldest first, at most `history`, before the user message
     user_turns_before: int  # user messages older than the window (keeps turn indices exact)
 
 
@@ -220,18 +248,39 @@ async def add_reply(
 
 
 async def turn_window(
-    session: AsyncSession, conversation_id: str, message_id: int, *, history: int = 100
+    session: Executor, conversation_id: str, message_id: int, *, history: int = 100
 ) -> TurnWindow:
     """The conversation with its owner (no owner filter: for the turn runner, which acts on a
     conversation a user already owns) and the newest `history` messages before
     `message_id`; older ones only count for turn indices."""
     params = {"cid": conversation_id, "mid": message_id, "rows": history + 2}
     found = (await session.execute(_WINDOW, params)).all()
-    owned = Owned(found[0][0], found[0][1], found[0][2]) if found else None
-    rows: list[Message] = [row[3] for row in found if row[3] is not None]
-    reply = next((m for m in rows if m.reply_to == message_id), None)
-    user_message = next((m for m in rows if m.id == message_id), None)
-    window = [m for m in rows if m.id < message_id][:history]
+    if not found:
+        return TurnWindow(None, None, None, [], 0)
+    head = found[0]
+    owned = Owned(head.ghost, head.user_id, head.user_name, head.is_active, head.limits)
+    first = _FIRST_MESSAGE_COLUMN
+    reply: Message | None = None
+    user_message: WindowMessage | None = None
+    window: list[WindowMessage] = []
+    for row in found:
+        if row.m_id is None:  # the outer join found no message
+            continue
+        if row.m_reply_to == message_id:
+            reply = Message(**dict(zip(_MESSAGE_KEYS, row[first:], strict=True)))
+            continue
+        message = WindowMessage(
+            row.m_id,
+            row.m_role,
+            row.m_content,
+            row.m_reply_to,
+            row.m_tool_calls,
+            row.m_loaded_skills,
+        )
+        if message.id == message_id:
+            user_message = message
+        elif message.id < message_id and len(window) < history:
+            window.append(message)
     window.reverse()
     before = 0
     if window and len(window) == history:  # older messages exist: count their user turns

@@ -35,7 +35,7 @@ from backend.config import Settings
 from backend.db.models import Message
 from backend.errors import SkillhiveError, Unauthorized
 from backend.ghosts import pins
-from backend.ghosts.resolve import ghost_skills, resolve_ghost, resolve_skills
+from backend.ghosts.resolve import GhostCache, ghost_skills, resolve_skills
 from backend.ops.metrics import TurnObservation, model_label
 from backend.ops.quotas import Quotas, with_overrides
 from backend.ops.tracing import tracer
@@ -131,6 +131,7 @@ class TurnRunner:
         self.model = model  # tests and benchmarks inject a fake; None builds it from settings
         self.sandbox = sandbox  # where skill_run runs; None: the tool is not offered
         self.skill_specs = SkillSpecCache()
+        self.ghosts = GhostCache()
         self.mcp_servers = global_servers(settings)  # the server's, parsed once
 
     async def _publish(self, envelope: TurnEvent | TurnEnded) -> None:
@@ -146,18 +147,20 @@ class TurnRunner:
     async def prepare(self, conversation_id: str, message_id: int) -> PreparedTurn | Message:
         """The turn's request, or the stored answer when this turn already ran (a retry)."""
         async with self.sessionmaker() as session:
+            # The window and the Ghost: Core statements on the session's connection (one
+            # checkout, no ORM loading); the Ghost is validated once per stored version.
+            connection = await session.connection()
             window = await conversations.turn_window(
-                session, conversation_id, message_id, history=self.settings.history_messages
+                connection, conversation_id, message_id, history=self.settings.history_messages
             )
             if window.reply is not None:
                 return window.reply
             if window.user_message is None or window.owned is None:
                 raise SkillhiveError("the user message is gone", code="message_not_found")
             owned = window.owned
-            conversation, user = owned.conversation, owned.user
-            if not user.is_active:  # deactivated while the turn waited: none of its secrets
+            if not owned.user_active:  # deactivated while the turn waited: none of its secrets
                 raise Unauthorized("user is deactivated", code="user_inactive")
-            ghost = await resolve_ghost(session, user.id, conversation.ghost)
+            ghost = await self.ghosts.resolve(connection, owned.user_id, owned.ghost)
             pinned = pins.pins(ghost.spec.skills)  # `name@3` in spec.skills
             ghost = ghost.unpinned()  # the rest of the turn reads bare names
             # A `/command` becomes the request and preloads its skills (backend/chat/commands.py).
@@ -191,11 +194,11 @@ class TurnRunner:
             limits = with_overrides(self.settings, owned.quota_overrides)  # ops
             user_secrets: dict[str, str] = {}
             if needs_secrets(ghost, self.mcp_servers, skills_use_secrets=skills.uses_secrets):
-                user_secrets = await secrets.values(session, self.cipher, user.id)  # only if used
+                user_secrets = await secrets.values(session, self.cipher, owned.user_id)
         inputs = TurnInputs(
             conversation_id=conversation_id,
-            user_id=user.id,
-            user_name=user.name,
+            user_id=owned.user_id,
+            user_name=owned.user_name,
             ghost=ghost,
             catalog=skills.catalog,
             skills=skills.specs,
@@ -219,7 +222,7 @@ class TurnRunner:
         return PreparedTurn(
             build_turn_request(inputs, self.settings),
             directory,
-            ghost=conversation.ghost,
+            ghost=owned.ghost,
             token_limit=limits["tokens_per_day"],
             versions=directory.used,
             changes=tuple(skill_versions.changes(before, skills.versions)),

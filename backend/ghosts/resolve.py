@@ -8,11 +8,13 @@ a public Ghost sees public skills only.
 from __future__ import annotations
 
 import dataclasses
+import json
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import and_, or_, select
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy import Text, and_, cast, or_, select
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from backend.chat.mcp import engine_servers, secret_names
 from backend.crd.common import name_problem, parse_skill_ref
@@ -28,6 +30,8 @@ from backend.kinds.store import Scope
 from backend.skills.search.selection import GhostSkills
 from backend.skills.service import PUBLIC_SCOPE as PUBLIC_SKILLS
 from chat_shell import McpServerConfig
+
+Executor = AsyncSession | AsyncConnection
 
 
 @dataclass(frozen=True)
@@ -97,6 +101,38 @@ async def resolve_ghost(session: AsyncSession, user_id: int, ref: str) -> Resolv
     `stored_crd_invalid` for a stored row that no longer validates."""
     row, scope = await ghost_row(session, user_id, ref)
     return ResolvedGhost.of(stored(Ghost, row.json), scope)
+
+
+# The stored JSON as the database's text (no decoding): the key of `GhostCache`.
+_GHOST_TEXT = select(cast(Kind.json, Text)).where(store.GET_WHERE)
+
+
+class GhostCache:
+    """Resolved Ghosts by owner scope and stored JSON text, so a turn validates its Ghost only
+    when the stored CRD is one this process has not seen (a write stamps a new
+    resourceVersion into the JSON, so an entry is never stale). Keyed by content, not by row
+    id: SQLite may reuse a deleted row's id. Shared by all turns of a process."""
+
+    def __init__(self, max_entries: int = 256) -> None:
+        self._entries: OrderedDict[tuple[Scope, str], ResolvedGhost] = OrderedDict()
+        self._max = max_entries
+
+    async def resolve(self, session: Executor, user_id: int, ref: str) -> ResolvedGhost:
+        """`resolve_ghost`'s answer: 404 `ghost_not_found`, 409 `stored_crd_invalid`."""
+        scope, name = parse_ref(user_id, ref)
+        text = await session.scalar(_GHOST_TEXT, store.get_params(GHOST_KIND, scope, name))
+        if text is None:
+            raise store.not_found(GHOST_KIND, scope, name)
+        key = (scope, text)
+        cached = self._entries.get(key)
+        if cached is not None:
+            self._entries.move_to_end(key)
+            return cached
+        ghost = ResolvedGhost.of(stored(Ghost, json.loads(text)), scope)
+        self._entries[key] = ghost
+        if len(self._entries) > self._max:
+            self._entries.popitem(last=False)
+        return ghost
 
 
 async def skill_rows(

@@ -63,23 +63,33 @@ def _in_scopes(scopes: list[Scope]) -> ColumnElement[bool]:
 
 # Built once with bind parameters: every turn reads its Ghost, and building the statement and
 # its cache key cost more than the lookup (SQLAlchemy memoizes a built statement's key).
-_GET = select(Kind).where(
+GET_WHERE = and_(
     Kind.kind == bindparam("kind"),
     Kind.user_id == bindparam("uid"),
     Kind.namespace == bindparam("ns"),
     Kind.name == bindparam("name"),
 )
+_GET = select(Kind).where(GET_WHERE)
+
+
+def get_params(kind: str, scope: Scope, name: str) -> dict[str, Any]:
+    """The bind parameters of `_GET`'s condition (`GET_WHERE`) for one object."""
+    return {"kind": kind, "uid": scope.user_id, "ns": scope.namespace, "name": name}
+
+
+def not_found(kind: str, scope: Scope, name: str) -> NotFoundError:
+    # Someone else's object is indistinguishable from none.
+    return NotFoundError(
+        f"{kind} {name!r} not found {_place(kind, scope)}",
+        code=f"{kind.lower()}_not_found",
+        details=_where(name, scope),
+    )
 
 
 async def get(session: AsyncSession, kind: str, scope: Scope, name: str) -> Kind:
-    params = {"kind": kind, "uid": scope.user_id, "ns": scope.namespace, "name": name}
-    row = await session.scalar(_GET, params)
-    if row is None:  # someone else's object is indistinguishable from none
-        raise NotFoundError(
-            f"{kind} {name!r} not found {_place(kind, scope)}",
-            code=f"{kind.lower()}_not_found",
-            details=_where(name, scope),
-        )
+    row = await session.scalar(_GET, get_params(kind, scope, name))
+    if row is None:
+        raise not_found(kind, scope, name)
     return row
 
 

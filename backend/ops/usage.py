@@ -44,23 +44,22 @@ async def record_calls(
     if not calls:
         return
     now = utcnow()
-    await session.execute(
-        _ADD_RECORDS,
-        [
-            {
-                "user_id": account.user_id,
-                "ghost": account.ghost,
-                "model": account.model,
-                "conversation_id": account.conversation_id,
-                "message_id": account.message_id,
-                "prompt_tokens": call.prompt_tokens,
-                "completion_tokens": call.completion_tokens,
-                "estimated": call.estimated,
-                "created_at": now,
-            }
-            for call in calls
-        ],
-    )
+    rows = [
+        {
+            "user_id": account.user_id,
+            "ghost": account.ghost,
+            "model": account.model,
+            "conversation_id": account.conversation_id,
+            "message_id": account.message_id,
+            "prompt_tokens": call.prompt_tokens,
+            "completion_tokens": call.completion_tokens,
+            "estimated": call.estimated,
+            "created_at": now,
+        }
+        for call in calls
+    ]
+    # One call (most turns): a plain execute, not the driver's executemany path.
+    await session.execute(_ADD_RECORDS, rows[0] if len(rows) == 1 else rows)
 
 
 @dataclass(frozen=True)

@@ -70,7 +70,10 @@ class SocketIORooms:
         self.server = server
 
     async def deliver(self, envelope: Envelope) -> None:
+        room = conversation_room(envelope.conversation_id)
+        # No socket of this gateway in the room (a REST turn, or a room on another gateway):
+        # nothing to serialize the event for.
+        if next(self.server.manager.get_participants(NAMESPACE, room), None) is None:
+            return
         name, data = socketio_event(envelope)
-        await self.server.emit(
-            name, data, room=conversation_room(envelope.conversation_id), namespace=NAMESPACE
-        )
+        await self.server.emit(name, data, room=room, namespace=NAMESPACE)

@@ -8,10 +8,10 @@ from fastapi import FastAPI
 
 from backend.errors import InvalidRequest, NotFound
 from backend.ghosts import PUBLIC_GHOSTS
-from backend.ghosts.resolve import resolve_ghost, resolve_skills
+from backend.ghosts.resolve import GhostCache, resolve_ghost, resolve_skills
 from backend.kinds.store import Scope
 from tests.support.accounts import Account
-from tests.support.ghosts import PUBLIC, add_skill, create, ghost
+from tests.support.ghosts import PUBLIC, add_skill, create, ghost, own
 
 PUBLIC_SKILLS = "/api/v1/public/skills"
 
@@ -68,3 +68,26 @@ async def test_skills_resolve_own_first_then_public_in_the_order_given(
     ]
     assert [s.metadata.name for s in public] == ["public-only", "both"]
     assert all(s.status.public for s in public)
+
+
+async def test_the_ghost_cache_answers_like_resolve_ghost_and_sees_every_new_version(
+    app: FastAPI, client: httpx.AsyncClient, alice: Account, bob: Account
+) -> None:
+    assert (await create(client, alice.headers, ghost("mine"))).status_code == 201
+    cache = GhostCache()
+    async with app.state.engine.connect() as connection:
+        first = await cache.resolve(connection, alice.id, "dev/mine")
+        again = await cache.resolve(connection, alice.id, "dev/mine")
+    async with app.state.sessionmaker() as session:
+        assert first == await resolve_ghost(session, alice.id, "dev/mine")
+    assert again is first  # validated once while the stored version stays
+    changed = ghost("mine", systemPrompt="You help differently.")
+    replaced = await client.put(f"{own()}/mine", json=changed, headers=alice.headers)
+    assert replaced.status_code == 200, replaced.text
+    async with app.state.engine.connect() as connection:
+        updated = await cache.resolve(connection, alice.id, "dev/mine")
+        assert updated.spec.system_prompt == "You help differently."
+        # Another user's reference with the same text is not the cached Ghost: 404.
+        with pytest.raises(NotFound) as missing:
+            await cache.resolve(connection, bob.id, "dev/mine")
+    assert missing.value.code == "ghost_not_found"
