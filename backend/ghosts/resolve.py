@@ -111,11 +111,15 @@ class GhostCache:
     """Resolved Ghosts by owner scope and stored JSON text, so a turn validates its Ghost only
     when the stored CRD is one this process has not seen (a write stamps a new
     resourceVersion into the JSON, so an entry is never stale). Keyed by content, not by row
-    id: SQLite may reuse a deleted row's id. Shared by all turns of a process."""
+    id: SQLite may reuse a deleted row's id. Shared by all turns of a process, and bounded
+    both in entries and in the characters of the JSON it keeps (least recently used out): a
+    Ghost's JSON may be a few hundred KiB, and tenants choose how many they chat with."""
 
-    def __init__(self, max_entries: int = 256) -> None:
+    def __init__(self, max_entries: int = 256, max_chars: int = 16 * 1024 * 1024) -> None:
         self._entries: OrderedDict[tuple[Scope, str], ResolvedGhost] = OrderedDict()
         self._max = max_entries
+        self._max_chars = max_chars
+        self._chars = 0
 
     async def resolve(self, session: Executor, user_id: int, ref: str) -> ResolvedGhost:
         """`resolve_ghost`'s answer: 404 `ghost_not_found`, 409 `stored_crd_invalid`."""
@@ -130,9 +134,14 @@ class GhostCache:
             return cached
         ghost = ResolvedGhost.of(stored(Ghost, json.loads(text)), scope)
         self._entries[key] = ghost
-        if len(self._entries) > self._max:
-            self._entries.popitem(last=False)
+        self._chars += len(text)
+        while len(self._entries) > self._max or self._chars > self._max_chars:
+            (_, dropped), _ = self._entries.popitem(last=False)
+            self._chars -= len(dropped)
         return ghost
+
+    def __len__(self) -> int:
+        return len(self._entries)
 
 
 async def skill_rows(

@@ -91,3 +91,20 @@ async def test_the_ghost_cache_answers_like_resolve_ghost_and_sees_every_new_ver
         with pytest.raises(NotFound) as missing:
             await cache.resolve(connection, bob.id, "dev/mine")
     assert missing.value.code == "ghost_not_found"
+
+
+async def test_the_ghost_cache_keeps_at_most_its_characters_of_json(
+    app: FastAPI, client: httpx.AsyncClient, alice: Account
+) -> None:
+    prompt = "p" * 20_000
+    for name in ("one", "two", "three"):
+        body = ghost(name, systemPrompt=prompt)
+        assert (await create(client, alice.headers, body)).status_code == 201
+    cache = GhostCache(max_chars=50_000)  # room for two of these Ghosts, not three
+    async with app.state.engine.connect() as connection:
+        first = await cache.resolve(connection, alice.id, "dev/one")
+        await cache.resolve(connection, alice.id, "dev/two")
+        assert len(cache) == 2
+        await cache.resolve(connection, alice.id, "dev/three")
+        assert len(cache) == 2  # the least recently used, "one", went out
+        assert await cache.resolve(connection, alice.id, "dev/one") is not first
