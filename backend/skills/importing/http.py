@@ -140,6 +140,8 @@ class Downloader:
         self, method: str, url: str, headers: dict[str, str], content: bytes | None
     ) -> httpx.Response:
         """The open response after redirects (the caller closes it)."""
+        if _on_event_loop():  # it would block the loop (and wait on it to resolve names)
+            raise RuntimeError("a Downloader blocks: call it from a worker thread")
         for _ in range(MAX_REDIRECTS + 1):
             self.policy.check_url(url)
             request = self._client.build_request(method, url, headers=headers, content=content)
@@ -306,6 +308,14 @@ class _Transport(httpx.HTTPTransport):
         super().__init__(verify=_ssl_context(), trust_env=False)
         # The parent built its pool without a way to pass a network backend: replace it.
         self._pool = httpcore.ConnectionPool(ssl_context=_ssl_context(), network_backend=backend)
+
+
+def _on_event_loop() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 @functools.cache
