@@ -187,20 +187,32 @@ class StreamedBody:
         self._at = 0  # bytes of `_buffer` already read
 
     def read(self, size: int) -> bytes:
+        if len(self._buffer) - self._at < size:
+            self._fill(size)
+        at = self._at
+        if at == 0 and size >= len(self._buffer):
+            data, self._buffer = self._buffer, b""  # the whole chunk, not copied
+            return data
+        data = self._buffer[at : at + size]
+        self._at = at + len(data)
+        return data
+
+    def _fill(self, size: int) -> None:
+        """The next chunks into the buffer until it holds `size` bytes or the body ends.
+
+        Only here does a read wait for the network: a read the buffer answers costs no more
+        than a slice (dulwich reads each pkt-line's 4-byte length, then its data)."""
+        parts = [self._buffer[self._at :]] if self._at < len(self._buffer) else []
+        have = len(self._buffer) - self._at
         with self._downloader.errors():
-            while len(self._buffer) - self._at < size:
+            while have < size:
                 chunk = next(self._chunks, b"")
                 if not chunk:
                     break
-                rest = len(self._buffer) - self._at
-                self._buffer = self._buffer[self._at :] + chunk if rest else chunk
-                self._at = 0
-        if self._at == 0 and size >= len(self._buffer):
-            data, self._buffer = self._buffer, b""  # the whole chunk, not copied
-            return data
-        data = self._buffer[self._at : self._at + size]
-        self._at += len(data)
-        return data
+                parts.append(chunk)
+                have += len(chunk)
+        self._buffer = parts[0] if len(parts) == 1 else b"".join(parts)
+        self._at = 0
 
     def close(self) -> None:
         self._response.close()
