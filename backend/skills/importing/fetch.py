@@ -62,30 +62,32 @@ async def fetch_source(
     """
     url_path = _check_url(url)
     folder = normalize_path(path)
-    async with Downloader(policy, limits) as downloader:
+    # The downloads block (`Downloader`): each runs in a worker thread.
+    with Downloader(policy, limits) as downloader:
         if url_path.endswith(ARCHIVE_SUFFIXES):
             is_git = False
         else:
-            is_git = url_path.endswith(".git") or await _answers_git(downloader, url)
+            is_git = url_path.endswith(".git") or await asyncio.to_thread(
+                _answers_git, downloader, url
+            )
         if is_git:
-            loop = asyncio.get_running_loop()
             commit, files, problems = await asyncio.to_thread(
-                fetch_git, url, ref, folder, downloader, loop
+                fetch_git, url, ref, folder, downloader
             )
             downloader.check_deadline()
             name = posixpath.basename(folder) or _repo_name(url_path)
             return FetchedTree(url, ref, commit, folder, "git", name, files, problems)
         if ref is not None:
             raise refused("ref_not_applicable", "a ref applies to git repositories only")
-        files = await _archive(downloader, url)
+        files = await asyncio.to_thread(_archive, downloader, url)
         top, files = _strip_single_top(files)
         name = posixpath.basename(folder) or top or _repo_name(url_path)
         return FetchedTree(url, None, None, folder, "archive", name, _under(files, folder))
 
 
-async def _answers_git(downloader: Downloader, url: str) -> bool:
+def _answers_git(downloader: Downloader, url: str) -> bool:
     probe = url.rstrip("/") + "/info/refs?service=git-upload-pack"
-    answer = await downloader.request("GET", probe)
+    answer = downloader.request("GET", probe)
     if answer.status != 200:
         return False
     return answer.content_type.startswith("application/x-git-") or bool(
@@ -93,17 +95,17 @@ async def _answers_git(downloader: Downloader, url: str) -> bool:
     )
 
 
-async def _archive(downloader: Downloader, url: str) -> dict[str, TreeFile]:
-    answer = await downloader.request("GET", url)
+def _archive(downloader: Downloader, url: str) -> dict[str, TreeFile]:
+    answer = downloader.request("GET", url)
     if answer.status != 200:
         raise FetchFailed(
             f"the source answered HTTP {answer.status}", details={"status": answer.status}
         )
     limits = downloader.limits
     if is_zip(answer.body):
-        return await asyncio.to_thread(unpack_zip, answer.body, limits)
+        return unpack_zip(answer.body, limits)
     if is_gzip(answer.body):
-        return await asyncio.to_thread(unpack_tar_gz, answer.body, limits)
+        return unpack_tar_gz(answer.body, limits)
     raise refused(
         "not_an_archive", "the URL is neither a git repository nor a ZIP or tar.gz archive"
     )

@@ -1,21 +1,20 @@
 """Git sources through dulwich (pure Python, always installed): a shallow fetch at a branch,
 tag or commit, smart or dumb HTTP.
 
-dulwich runs in a worker thread; its HTTP requests come back to the event loop and go through
-the import's `Downloader` (egress policy on the URL and on every redirect, one byte budget,
-one deadline). Nothing of dulwich's own HTTP stack (urllib3, proxies, credentials) is used.
+dulwich runs in a worker thread and its HTTP requests go through the import's `Downloader`
+(egress policy on the URL and on every redirect, one byte budget, one deadline), in the same
+thread. Nothing of dulwich's own HTTP stack (urllib3, proxies, credentials) is used.
 
-The pack is read as it downloads: the loop writes the answer into a pipe dulwich reads, and
-dulwich writes the pack into the store's parser (`FetchStore.add_pack`), which inflates and
-checks it in a thread of its own. Nothing waits for the whole answer before working on it.
+The pack is read as it downloads: dulwich reads the answer off the socket and writes the pack
+it demultiplexes into the store's parser (`FetchStore.add_pack`), which inflates and checks it
+in a thread of its own. Nothing waits for the whole answer before working on it.
 """
 
 from __future__ import annotations
 
-import asyncio
 import re
 import stat
-from collections.abc import Callable, Coroutine, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
 from io import BytesIO
@@ -35,10 +34,9 @@ from dulwich.repo import MemoryRepo
 
 from backend.skills.errors import ErrorCode, PackageError
 from backend.skills.importing.errors import FetchError, FetchFailed, refused
-from backend.skills.importing.http import Downloader, Fetched, timed_out
+from backend.skills.importing.http import Downloader, StreamedBody, timed_out
 from backend.skills.importing.limits import FetchLimits
 from backend.skills.importing.packs import BROKEN_PACK, Budget, FetchStore, check_dumb_object
-from backend.skills.importing.pipe import BytePipe
 from backend.skills.importing.tree import TreeFile, start_deflate
 from chat_shell import PackageReadError, ReadCode, path_problem
 
@@ -66,67 +64,18 @@ class _Response:
         self.data.close()
 
 
-class _StreamedBody:
-    """An answer's body as the event loop receives it (`Downloader.request` with a sink).
-
-    `head` is the answer's status and headers, known before the body; `close` stops the
-    download (dulwich closes the answer once it has read what it needs, or on failure).
-    """
-
-    def __init__(self, limits: FetchLimits) -> None:
-        self.pipe = BytePipe(limits.timeout_seconds + 5, lambda: timed_out(limits))
-        self.head_known: Future[Fetched] = Future()
-        self._download: Future[None] | None = None
-
-    def head(self, fetched: Fetched) -> None:
-        self.head_known.set_result(fetched)
-
-    def write(self, chunk: bytes) -> int:
-        return self.pipe.write(chunk)
-
-    def read(self, size: int) -> bytes:
-        return self.pipe.read(size)
-
-    def close(self) -> None:
-        if self._download is not None:
-            self._download.cancel()
-
-    def start(
-        self, request: Coroutine[Any, Any, Fetched], loop: asyncio.AbstractEventLoop
-    ) -> Future[Fetched]:
-        """Run the download on `loop`; the future of the answer's head."""
-        self._download = asyncio.run_coroutine_threadsafe(self._run(request), loop)
-        return self.head_known
-
-    async def _run(self, request: Coroutine[Any, Any, Fetched]) -> None:
-        """Await `request` (the download), then end the pipe with its outcome."""
-        try:
-            await request
-        except BaseException as exc:
-            if not self.head_known.done():
-                self.head_known.set_exception(exc)
-            self.pipe.fail(exc)
-            if isinstance(exc, asyncio.CancelledError):
-                raise
-        else:
-            self.pipe.close()
-
-
 class EgressGitClient(AbstractHttpGitClient):
-    """dulwich's HTTP git client with every request made by `Downloader` on `loop`."""
+    """dulwich's HTTP git client with every request made by `Downloader`."""
 
-    def __init__(
-        self, base_url: str, downloader: Downloader, loop: asyncio.AbstractEventLoop
-    ) -> None:
+    def __init__(self, base_url: str, downloader: Downloader) -> None:
         # dulwich spools a thin pack whole before reading it; a self-contained one goes to
         # `FetchStore.add_pack`, parsed as it arrives. See `_negotiate_upload_pack_capabilities`.
         super().__init__(base_url, quiet=True, thin_packs=False)
         # Nobody reads the server's progress lines: it need not write them, nor we parse them.
         self._fetch_capabilities.add(CAPABILITY_NO_PROGRESS)
         self._downloader = downloader
-        self._loop = loop
         self._dumb_budget = Budget(downloader.limits.unpacked_bytes, "the dumb server's objects")
-        self._streams: list[_StreamedBody] = []
+        self._streams: list[StreamedBody] = []
 
     def _http_request(
         self,
@@ -136,43 +85,32 @@ class EgressGitClient(AbstractHttpGitClient):
         raise_for_status: bool = True,
     ) -> tuple[Any, Callable[[int], bytes]]:
         body = data if data is None or isinstance(data, bytes) else b"".join(data)
-        method = "GET" if body is None else "POST"
-        # A POST is the fetch (its answer the pack): read as it arrives. GETs are small.
-        streamed = _StreamedBody(self.limits) if method == "POST" else None
-        request = self._downloader.request(
-            method, url, headers=headers, content=body, sink=streamed
-        )
-        if streamed is None:
-            future = asyncio.run_coroutine_threadsafe(request, self._loop)
-            stop: Callable[[], object] = future.cancel
-        else:
+        reader: _Body
+        if body is None:  # GETs are small
+            fetched = self._downloader.request("GET", url, headers=headers)
+            reader = BytesIO(fetched.body)
+        else:  # a POST is the fetch (its answer the pack): read as it arrives
+            streamed = self._downloader.stream("POST", url, headers=headers, content=body)
             self._streams.append(streamed)
-            future, stop = streamed.start(request, self._loop), streamed.close
-        # The request ends by the fetch's deadline; the margin only guards against a loop that
-        # stopped (shutdown) leaving this thread waiting forever.
-        try:
-            fetched = future.result(timeout=self.limits.timeout_seconds + 5)
-        except TimeoutError:
-            stop()
-            raise timed_out(self.limits) from None
+            fetched, reader = streamed.head, streamed
         if raise_for_status:
             if fetched.status == 404:
                 raise NotGitRepository(f"no git repository answered ({fetched.status})")
             if fetched.status != 200:
                 raise GitProtocolError(f"unexpected HTTP status {fetched.status}")
-        if self.dumb and fetched.status == 200 and streamed is None:
+        if self.dumb and fetched.status == 200 and body is None:
             check_dumb_object(url, fetched.body, self._dumb_budget)
         response = _Response(
             status=fetched.status,
             headers=dict(fetched.headers),
             content_type=fetched.headers.get("content-type"),
             redirect_location=fetched.url if fetched.url != url else "",
-            data=BytesIO(fetched.body) if streamed is None else streamed,
+            data=reader,
         )
         return response, response.data.read
 
     def stop_downloads(self) -> None:
-        """Cancel any answer still downloading (the fetch ended, one way or another)."""
+        """Close any answer still downloading (the fetch ended, one way or another)."""
         for streamed in self._streams:
             streamed.close()
 
@@ -223,7 +161,7 @@ def _wanted(refs: Mapping[Ref, ObjectID], ref: str | None) -> ObjectID:
 
 
 def fetch_git(
-    url: str, ref: str | None, path: str, downloader: Downloader, loop: asyncio.AbstractEventLoop
+    url: str, ref: str | None, path: str, downloader: Downloader
 ) -> tuple[str, dict[str, TreeFile], dict[str, PackageReadError]]:
     """(commit id, files under `path`, per-file problems); runs in a worker thread.
 
@@ -231,7 +169,7 @@ def fetch_git(
     commits they do not advertise (git's default), so an older commit is looked for in the
     full history of the advertised refs, still within the download budget.
     """
-    client = EgressGitClient(url, downloader, loop)
+    client = EgressGitClient(url, downloader)
     # A whole repository's large blobs are deflated for their ZIPs as they arrive, on the
     # deflate threads (`tree.start_deflate`), while the rest of the pack downloads. A folder's
     # import leaves them to `build_zip`: most of the repository may not be in the folder.

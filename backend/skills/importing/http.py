@@ -1,10 +1,16 @@
 """HTTP for imports: every request and every redirect hop through the egress policy.
 
-The egress transport checks each TCP connection it opens (`chat_shell.net`, as `egress_client`
-does: no redirects followed by httpx, no environment proxies); redirects are
-followed here, one hop at a time, so each new URL is checked as written before its host is
-resolved and checked again on connect. All response bodies of one fetch share one byte budget
-and one deadline.
+A fetch's requests are made in the import's worker thread with httpx's blocking client, and
+each body is read where it is used: dulwich reads a git answer straight off the socket as the
+pack arrives, with no event-loop task, pipe or thread hop per chunk of it.
+
+The egress check sits in the network backend, where each TCP connection is opened (as
+`chat_shell.net`'s `EgressTransport` does for async clients): the host is resolved by the
+policy on the event loop, every address is checked, and the socket goes to a checked address.
+No redirects are followed by httpx and no environment proxies are read; redirects are followed
+here, one hop at a time, so each new URL is checked as written before its host is resolved and
+checked again on connect. All response bodies of one fetch share one byte budget, and one
+deadline bounds every resolve, connect, read and write of it.
 """
 
 from __future__ import annotations
@@ -12,16 +18,20 @@ from __future__ import annotations
 import asyncio
 import functools
 import ssl
+import time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Protocol
 from urllib.parse import urljoin
 
+import httpcore
 import httpx
 
 from backend.skills.importing.errors import FetchFailed, FetchTimeout, refused, too_large
 from backend.skills.importing.limits import FetchLimits
-from chat_shell import EgressForbidden, EgressPolicy, EgressTransport
+from chat_shell import EgressForbidden, EgressPolicy
+from chat_shell.net.egress import IPAddress
 
 MAX_REDIRECTS = 5
 _REDIRECTS = {301, 302, 303, 307, 308}
@@ -39,66 +49,84 @@ class Fetched:
         return str(self.headers.get("content-type", ""))
 
 
-class BodySink(Protocol):
-    """Where a streamed answer goes: its head (a `Fetched` without body) once known, then
-    each chunk of its body as it arrives, within the fetch's budget and deadline."""
-
-    def head(self, fetched: Fetched) -> None: ...
-
-    def write(self, chunk: bytes) -> int: ...
-
-
 class Downloader:
-    """One fetch's HTTP client: egress-checked, redirect hops checked, budget and deadline."""
+    """One fetch's HTTP client: egress-checked, redirect hops checked, budget and deadline.
+
+    Made on the event loop (the policy resolves host names there), used from worker threads,
+    one at a time: its methods block.
+    """
 
     def __init__(self, policy: EgressPolicy, limits: FetchLimits) -> None:
         self.policy = policy
         self.limits = limits
         self.received = 0
-        self.deadline = asyncio.get_running_loop().time() + limits.timeout_seconds
-        # One verifying SSL context for every import: building one reads the CA bundle (~0.3 s).
-        self._client = httpx.AsyncClient(
-            transport=EgressTransport(policy, verify=_ssl_context()),
-            # No timer per socket operation: the fetch's deadline (`request`) bounds them all,
-            # and each of httpx's timers costs a cancel scope with a deadline per read (~50 µs;
-            # a pack arrives in hundreds of reads).
+        self.deadline = time.monotonic() + limits.timeout_seconds
+        backend = _EgressBackend(policy, asyncio.get_running_loop(), self.remaining)
+        self._client = httpx.Client(
+            transport=_Transport(backend),
+            # No timer of httpx's: the fetch's deadline bounds every socket operation.
             timeout=None,
             follow_redirects=False,
             trust_env=False,
         )
 
-    async def __aenter__(self) -> Downloader:
+    def __enter__(self) -> Downloader:
         return self
 
-    async def __aexit__(
+    def __exit__(
         self,
         kind: type[BaseException] | None,
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        await self._client.aclose()
+        self._client.close()
+
+    def remaining(self) -> float:
+        """Seconds left before the deadline; `FetchTimeout` once it has passed."""
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise timed_out(self.limits)
+        return left
 
     def check_deadline(self) -> None:
-        if asyncio.get_running_loop().time() > self.deadline:
-            raise timed_out(self.limits)
+        self.remaining()
 
-    async def request(
+    def request(
         self,
         method: str,
         url: str,
         *,
         headers: dict[str, str] | None = None,
         content: bytes | None = None,
-        sink: BodySink | None = None,
     ) -> Fetched:
-        """The final response of `url` (redirects followed for GET); raises `FetchError`s.
+        """The final response of `url`, its body read whole (redirects followed for GET);
+        raises `FetchError`s."""
+        with self.errors():
+            response = self._follow(method, url, headers or {}, content)
+            try:
+                body = b"".join(self._body(response))  # joined once: each copy costs
+            finally:
+                response.close()
+        return Fetched(str(response.url), response.status_code, response.headers, body)
 
-        With a `sink`, the body goes there as it arrives (the returned `body` is empty).
-        """
+    def stream(
+        self,
+        method: str,
+        url: str,
+        *,
+        headers: dict[str, str] | None = None,
+        content: bytes | None = None,
+    ) -> StreamedBody:
+        """The final response of `url`, its body read as it arrives (`StreamedBody.read`)."""
+        with self.errors():
+            return StreamedBody(self, self._follow(method, url, headers or {}, content))
+
+    @contextmanager
+    def errors(self) -> Iterator[None]:
+        """httpx's and the egress policy's errors as `FetchError`s."""
         try:
-            async with asyncio.timeout_at(self.deadline):
-                return await self._follow(method, url, headers or {}, content, sink)
-        except TimeoutError:
+            yield
+        except httpx.TimeoutException:
             raise timed_out(self.limits) from None
         except EgressForbidden as exc:
             raise refused("egress_forbidden", f"{exc.message} (import URL or a redirect)") from None
@@ -108,56 +136,203 @@ class Downloader:
                 details={"reason": type(exc).__name__},
             ) from None
 
-    async def _follow(
-        self,
-        method: str,
-        url: str,
-        headers: dict[str, str],
-        content: bytes | None,
-        sink: BodySink | None,
-    ) -> Fetched:
+    def _follow(
+        self, method: str, url: str, headers: dict[str, str], content: bytes | None
+    ) -> httpx.Response:
+        """The open response after redirects (the caller closes it)."""
+        if _on_event_loop():  # it would block the loop (and wait on it to resolve names)
+            raise RuntimeError("a Downloader blocks: call it from a worker thread")
         for _ in range(MAX_REDIRECTS + 1):
             self.policy.check_url(url)
             request = self._client.build_request(method, url, headers=headers, content=content)
-            response = await self._client.send(request, stream=True)
-            try:
-                location = response.headers.get("location")
-                if response.status_code in _REDIRECTS and location:
-                    if method != "GET":
-                        raise FetchFailed(
-                            f"the source redirected a {method} request",
-                            details={"status": response.status_code},
-                        )
-                    url = urljoin(url, location)
-                    continue
-                head = Fetched(str(response.url), response.status_code, response.headers, b"")
-                if sink is not None:
-                    sink.head(head)
-                body = await self._read(response, sink)
-                return Fetched(head.url, head.status, head.headers, body)
-            finally:
-                await response.aclose()
+            response = self._client.send(request, stream=True)
+            location = response.headers.get("location")
+            if response.status_code not in _REDIRECTS or not location:
+                return response
+            response.close()
+            if method != "GET":
+                raise FetchFailed(
+                    f"the source redirected a {method} request",
+                    details={"status": response.status_code},
+                )
+            url = urljoin(url, location)
         raise FetchFailed(f"more than {MAX_REDIRECTS} redirects", details={"limit": MAX_REDIRECTS})
 
-    async def _read(self, response: httpx.Response, sink: BodySink | None) -> bytes:
+    def _body(self, response: httpx.Response) -> Iterator[bytes]:
+        """The body's chunks as they arrive, each charged to the fetch's byte budget."""
         cap = self.limits.download_bytes
         declared = response.headers.get("content-length", "")
         if declared.isdigit() and self.received + int(declared) > cap:
             raise too_large("download_too_large", "the download", cap)
-        chunks = []  # joined once at the end: each copy of a large body costs
-        async for chunk in response.aiter_bytes():
+        for chunk in response.iter_bytes():
             self.received += len(chunk)
             if self.received > cap:
                 raise too_large("download_too_large", "the download", cap)
-            if sink is None:
-                chunks.append(chunk)
+            yield chunk
+
+
+class StreamedBody:
+    """An answer whose body is read as it arrives, within the fetch's budget and deadline.
+
+    `read(n)` returns exactly `n` bytes (fewer only at the end), as dulwich reads pkt-lines;
+    `close` stops the download (dulwich closes the answer once it has read what it needs).
+    """
+
+    def __init__(self, downloader: Downloader, response: httpx.Response) -> None:
+        self.head = Fetched(str(response.url), response.status_code, response.headers, b"")
+        self._downloader = downloader
+        self._response = response
+        self._chunks = downloader._body(response)
+        self._buffer = b""
+        self._at = 0  # bytes of `_buffer` already read
+
+    def read(self, size: int) -> bytes:
+        if len(self._buffer) - self._at < size:
+            self._fill(size)
+        at = self._at
+        if at == 0 and size >= len(self._buffer):
+            data, self._buffer = self._buffer, b""  # the whole chunk, not copied
+            return data
+        data = self._buffer[at : at + size]
+        self._at = at + len(data)
+        return data
+
+    def _fill(self, size: int) -> None:
+        """The next chunks into the buffer until it holds `size` bytes or the body ends.
+
+        Only here does a read wait for the network: a read the buffer answers costs no more
+        than a slice (dulwich reads each pkt-line's 4-byte length, then its data)."""
+        parts = [self._buffer[self._at :]] if self._at < len(self._buffer) else []
+        have = len(self._buffer) - self._at
+        with self._downloader.errors():
+            while have < size:
+                chunk = next(self._chunks, b"")
+                if not chunk:
+                    break
+                parts.append(chunk)
+                have += len(chunk)
+        self._buffer = parts[0] if len(parts) == 1 else b"".join(parts)
+        self._at = 0
+
+    def close(self) -> None:
+        self._response.close()
+
+
+class _DeadlineStream(httpcore.NetworkStream):
+    """A connection whose every operation waits at most until the fetch's deadline: no timer
+    per operation, yet a source that trickles its answer is cut when the fetch's time ends."""
+
+    def __init__(self, inner: httpcore.NetworkStream, remaining: Callable[[], float]) -> None:
+        self._inner = inner
+        self._remaining = remaining
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self._inner.read(max_bytes, timeout=self._remaining())
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._inner.write(buffer, timeout=self._remaining())
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def start_tls(
+        self,
+        ssl_context: ssl.SSLContext,
+        server_hostname: str | None = None,
+        timeout: float | None = None,
+    ) -> httpcore.NetworkStream:
+        tls = self._inner.start_tls(ssl_context, server_hostname, timeout=self._remaining())
+        return _DeadlineStream(tls, self._remaining)
+
+    def get_extra_info(self, info: str) -> object:
+        return self._inner.get_extra_info(info)
+
+
+class _EgressBackend(httpcore.NetworkBackend):
+    """Blocking TCP connections to policy-checked addresses only, within the deadline."""
+
+    def __init__(
+        self,
+        policy: EgressPolicy,
+        loop: asyncio.AbstractEventLoop,
+        remaining: Callable[[], float],
+    ) -> None:
+        self._policy = policy
+        self._loop = loop
+        self._remaining = remaining
+        self._inner = httpcore.SyncBackend()
+
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
+    ) -> httpcore.NetworkStream:
+        failure: Exception | None = None
+        for address in self._resolve(host, port):
+            try:
+                stream = self._inner.connect_tcp(
+                    str(address),
+                    port,
+                    timeout=self._remaining(),
+                    local_address=local_address,
+                    socket_options=socket_options,
+                )
+            except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
+                failure = exc
             else:
-                sink.write(chunk)
-        return b"".join(chunks)
+                return _DeadlineStream(stream, self._remaining)
+        assert failure is not None  # getaddrinfo answers at least one address or raises
+        raise failure
+
+    def _resolve(self, host: str, port: int) -> list[IPAddress]:
+        """The policy's checked addresses of `host`, resolved on the event loop (the one
+        resolver and check every egress client uses), waited for within the deadline."""
+        future = asyncio.run_coroutine_threadsafe(
+            self._policy.resolve_and_check(host, port), self._loop
+        )
+        try:
+            return future.result(timeout=self._remaining())
+        except TimeoutError:
+            future.cancel()
+            raise httpcore.ConnectTimeout(f"resolving {host} timed out") from None
+        except OSError as exc:  # name resolution failed
+            raise httpcore.ConnectError(str(exc)) from exc
+
+    def connect_unix_socket(
+        self,
+        path: str,
+        timeout: float | None = None,
+        socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
+    ) -> httpcore.NetworkStream:
+        raise EgressForbidden("unix sockets are not reachable through the egress policy")
+
+    def sleep(self, seconds: float) -> None:
+        time.sleep(seconds)
+
+
+class _Transport(httpx.HTTPTransport):
+    """`httpx.HTTPTransport` over `_EgressBackend`; never uses a proxy."""
+
+    def __init__(self, backend: _EgressBackend) -> None:
+        super().__init__(verify=_ssl_context(), trust_env=False)
+        # The parent built its pool without a way to pass a network backend: replace it.
+        self._pool = httpcore.ConnectionPool(ssl_context=_ssl_context(), network_backend=backend)
+
+
+def _on_event_loop() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 @functools.cache
 def _ssl_context() -> ssl.SSLContext:
+    """One verifying SSL context for every import: building one reads the CA bundle (~0.3 s)."""
     return httpx.create_ssl_context(trust_env=False)
 
 

@@ -1,10 +1,9 @@
 """`BytePipe`: bytes one thread writes and another reads as they come (a fetch's pack).
 
-A git fetch's answer is read while it downloads: the event loop writes the HTTP body into a
-pipe that dulwich reads (in the import's worker thread), and dulwich writes the pack it
-demultiplexes into a pipe the pack parser reads (in a thread of its own). Either side can end
-the pipe with an error, which the other raises: a failed download stops the parse, a refused
-pack stops the download.
+A git fetch's pack is parsed while it downloads: dulwich, reading the answer off the socket in
+the import's worker thread, writes the pack it demultiplexes into a pipe the pack parser reads
+(in a thread of its own). Either side can end the pipe with an error, which the other raises: a
+failed download stops the parse, a refused pack stops the download.
 """
 
 from __future__ import annotations
