@@ -7,8 +7,8 @@
    sample (`CountsQuery`, sample.py).
 3. One query fetches the rows matching the request's rarest terms (`RANK_POOL`): all of them
    when they are at most `SCORE_ALL` (every catalog people read), else the engine's best
-   `CANDIDATES` by name, tags, "when to use" and description (PostgreSQL `ts_rank` over the
-   weighted `head` tsvector of at most `RANK_POOL` matches, SQLite `bm25` with column
+   `CANDIDATES` by name, tags, "when to use" and description (PostgreSQL `ts_rank` of at
+   most `RANK_POOL` matches of the weighted `head` tsvector, SQLite `bm25` with column
    weights). Counts are bounded (`ROWS_CAP`, `DF_CAP`), and so is the work at any catalog
    size. On PostgreSQL the planner is kept to the GIN index for finding matches. A turn may
    send this statement before its counts are confirmed, planned on the counts kept for the
@@ -32,7 +32,6 @@ import heapq
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from itertools import combinations
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -60,14 +59,14 @@ RANK_POOL = 300  # at most this many matches are ranked by the engine
 _PAIRED = 6  # rows holding two of the pool's first this many terms are ranked first
 # Engine weights for finding candidates, in the same field order.
 # The engine ranks by name, tags, "when to use" and description only (the body is in the
-# matching and the score): on PostgreSQL a small tsvector ranks thousands of rows cheaply.
+# matching and the score): on PostgreSQL the body's weight D counts 0.
 _PG_WEIGHTS = "{0.0, 0.4, 0.6, 1.0}"  # D body, C description, B tags and when, A name
 _FTS_WEIGHTS = "10.0, 6.0, 6.0, 4.0, 0.0"
 # The weight of each field's words in PostgreSQL's `document`, in the same field order
 # (migration 0003): tags and "when to use" share B, as they share their field weight.
 _PG_FIELD_WEIGHTS = "ABBCD"
 _PG_LABELS = "".join(sorted(set(_PG_FIELD_WEIGHTS)))
-# Which block of a PostgreSQL candidate's flags tests each field (`_pg_presence`).
+# Which block of a PostgreSQL candidate's flags tests each field (`_pg_flags`).
 _PG_BLOCKS = tuple(_PG_LABELS.index(label) for label in _PG_FIELD_WEIGHTS)
 
 
@@ -263,12 +262,17 @@ def _candidate_ids(dialect: str, where: str, stems: Sequence[str], *, ranked: bo
 def _pg_ranked_ids(where: str, stems: Sequence[str]) -> str:
     """The best `CANDIDATES` by `ts_rank` among at most `RANK_POOL` rows matching `stems`:
     first the rows holding two of them or more, then those holding any. GIN finds the matches
-    without reading a row; ranking reads each row's `head`, so its rows are bounded like the
-    counts are: the stems of a large catalog may each be in thousands of rows."""
+    without reading a row; ranking reads each row's `document`, so its rows are bounded like
+    the counts are: the stems of a large catalog may each be in thousands of rows.
+
+    Matched in `head`, ranked over `document`: `document` is `head` followed by the body at
+    weight D, which `_PG_WEIGHTS` weighs 0, so `ts_rank` gives a row the same value over either
+    (a position at weight 0 adds nothing, and the body's positions come after the head's).
+    `document` is stored in the row, `head` mostly out of line (TOAST): a lookup per row."""
     lexemes = [f"''{s}''" for s in stems]  # stems are letters and digits only
     any_of = " | ".join(lexemes)
-    rank = f"ts_rank('{_PG_WEIGHTS}'::float4[], skill_search.head, {_tsquery(any_of)})"
-    pairs = " | ".join(f"({a} & {b})" for a, b in combinations(lexemes[:_PAIRED], 2))
+    rank = f"ts_rank('{_PG_WEIGHTS}'::float4[], skill_search.document, {_tsquery(any_of)})"
+    pairs = _two_of(lexemes[:_PAIRED])
     tiers = [pairs, any_of] if pairs else [any_of]
     # A branch's rank is computed only for the rows it gives; the outer LIMIT stops the `any`
     # branch as soon as the first gave enough. A row in both counts once.
@@ -282,6 +286,18 @@ def _pg_ranked_ids(where: str, stems: Sequence[str]) -> str:
         "GROUP BY ctid, name "
         f"ORDER BY max(rank) DESC, name LIMIT {CANDIDATES}"
     )
+
+
+def _two_of(lexemes: Sequence[str]) -> str:
+    """tsquery text matching the rows that hold two of `lexemes` or more ('' for fewer than
+    two lexemes): `a & (b | c) | b & c`, each lexeme with those after it. The same rows as the
+    OR of every pair, in a third fewer operands for GIN to test at each row it meets."""
+    parts = []
+    for i, first in enumerate(lexemes[:-1]):
+        rest = lexemes[i + 1 :]
+        later = rest[0] if len(rest) == 1 else f"({' | '.join(rest)})"
+        parts.append(f"({first} & {later})")
+    return " | ".join(parts)
 
 
 def _candidates_sql(
@@ -319,13 +335,34 @@ def _presence(stems: Sequence[str]) -> str:
 
 
 def _pg_presence(stems: Sequence[str]) -> str:
-    """PostgreSQL: `_presence`'s flags from the row's `document`, whose weights say the field
-    of each word (`_PG_FIELD_WEIGHTS`): a lookup in the tsvector the row holds, where testing
-    the term texts read each candidate's body terms out of line (TOAST). One block of tests
-    per weight, not per field: tags and "when to use" share theirs (`_PG_BLOCKS`)."""
-    labels = _PG_LABELS
-    tests = [f"c.document@@'''{stem}'':{label}'::tsquery" for label in labels for stem in stems]
-    return f"array_to_string(ARRAY[{','.join(tests)}]::int[],'')"
+    """PostgreSQL: for each of `stems` in order, the best weight of the row's `document` holding
+    it (`A` to `D`; `_PG_FIELD_WEIGHTS` says the fields of each), or `0`: lookups in the
+    tsvector the row holds, where testing the term texts read each candidate's body terms out
+    of line (TOAST). A stem the row lacks is one test, not one per weight. The best weight is
+    all a score needs: field weights fall from A to D (`FIELD_WEIGHTS`), and a term is credited
+    by the best field holding it. `_pg_flags` turns these into the scorer's flags."""
+    tests = []
+    for stem in stems:
+        found = " ".join(
+            f"WHEN c.document@@'''{stem}'':{label}'::tsquery THEN '{label}'"
+            for label in _PG_LABELS[:-1]
+        )
+        tests.append(
+            f"CASE WHEN NOT c.document@@'''{stem}'''::tsquery THEN '0' {found} "
+            f"ELSE '{_PG_LABELS[-1]}' END"
+        )
+    return _concat(tests)
+
+
+def _pg_flags(best: str) -> str:
+    """`_pg_presence`'s value as the scorer's flags: a block per weight (`_PG_BLOCKS`), with `1`
+    where the stem's best weight is the block's (a weight below the best credits less)."""
+    width = len(best)
+    flags = ["0"] * (width * len(_PG_LABELS))
+    for j, label in enumerate(best):
+        if label != "0":
+            flags[_PG_LABELS.index(label) * width + j] = "1"
+    return "".join(flags)
 
 
 def _concat(parts: Sequence[str]) -> str:
@@ -453,6 +490,7 @@ async def search(
     assert plan is not None
     n = counts.rows
     blocks = _PG_BLOCKS if dialect == "postgresql" else tuple(range(len(FIELD_WEIGHTS)))
+    decode = _pg_flags if dialect == "postgresql" else str
     scorer = Scorer(terms, term_weights(terms, counts.df, n), plan.present, n, blocks)
     scores: dict[str, float] = {}  # candidates often share their flags: score each once
     found = []
@@ -460,7 +498,7 @@ async def search(
     for kind_id, user_id, namespace, name, description, flags in rows:
         value = scores.get(flags)
         if value is None:
-            value = scores[flags] = round(scorer.score(flags), 4)
+            value = scores[flags] = round(scorer.score(decode(flags)), 4)
         if value >= threshold:
             shown = PUBLIC_NAMESPACE if user_id == SYSTEM_USER_ID else namespace
             found.append((-value, name, shown, kind_id, user_id, description))
