@@ -40,7 +40,7 @@ from backend.db.models import SYSTEM_USER_ID
 from backend.skills.search import sample
 from backend.skills.search.condition import Where, where_sql
 from backend.skills.search.sample import SampleWords
-from backend.skills.search.scoring import FIELD_WEIGHTS, Scorer, term_weights
+from backend.skills.search.scoring import FIELD_WEIGHTS, PRESENCE_MARKS, Scorer, term_weights
 from backend.skills.search.selection import SkillSource
 from backend.skills.search.text import QueryTerm, query_terms
 
@@ -66,8 +66,9 @@ _FTS_WEIGHTS = "10.0, 6.0, 6.0, 4.0, 0.0"
 # (migration 0003): tags and "when to use" share B, as they share their field weight.
 _PG_FIELD_WEIGHTS = "ABBCD"
 _PG_LABELS = "".join(sorted(set(_PG_FIELD_WEIGHTS)))
-# Which block of a PostgreSQL candidate's flags tests each field (`_pg_flags`).
-_PG_BLOCKS = tuple(_PG_LABELS.index(label) for label in _PG_FIELD_WEIGHTS)
+# How a PostgreSQL candidate's flags (`_pg_presence`) mark each field: one block, each stem's
+# best weight.
+_PG_MARKS = tuple((0, label) for label in _PG_FIELD_WEIGHTS)
 
 
 @dataclass(frozen=True)
@@ -340,7 +341,8 @@ def _pg_presence(stems: Sequence[str]) -> str:
     tsvector the row holds, where testing the term texts read each candidate's body terms out
     of line (TOAST). A stem the row lacks is one test, not one per weight. The best weight is
     all a score needs: field weights fall from A to D (`FIELD_WEIGHTS`), and a term is credited
-    by the best field holding it. `_pg_flags` turns these into the scorer's flags."""
+    by the best field holding it. The scorer reads these as they are (`_PG_MARKS`): a stem
+    whose best weight is A credits the name's weight, not the lower ones of B to D."""
     tests = []
     for stem in stems:
         found = " ".join(
@@ -352,17 +354,6 @@ def _pg_presence(stems: Sequence[str]) -> str:
             f"ELSE '{_PG_LABELS[-1]}' END"
         )
     return _concat(tests)
-
-
-def _pg_flags(best: str) -> str:
-    """`_pg_presence`'s value as the scorer's flags: a block per weight (`_PG_BLOCKS`), with `1`
-    where the stem's best weight is the block's (a weight below the best credits less)."""
-    width = len(best)
-    flags = ["0"] * (width * len(_PG_LABELS))
-    for j, label in enumerate(best):
-        if label != "0":
-            flags[_PG_LABELS.index(label) * width + j] = "1"
-    return "".join(flags)
 
 
 def _concat(parts: Sequence[str]) -> str:
@@ -489,16 +480,15 @@ async def search(
         rows = await _rows(session, plan.sql(dialect, where), where)
     assert plan is not None
     n = counts.rows
-    blocks = _PG_BLOCKS if dialect == "postgresql" else tuple(range(len(FIELD_WEIGHTS)))
-    decode = _pg_flags if dialect == "postgresql" else str
-    scorer = Scorer(terms, term_weights(terms, counts.df, n), plan.present, n, blocks)
+    marks = _PG_MARKS if dialect == "postgresql" else PRESENCE_MARKS
+    scorer = Scorer(terms, term_weights(terms, counts.df, n), plan.present, n, marks)
     scores: dict[str, float] = {}  # candidates often share their flags: score each once
     found = []
     # Rows unpacked, not read by attribute: that costs a microsecond a read, per candidate.
     for kind_id, user_id, namespace, name, description, flags in rows:
         value = scores.get(flags)
         if value is None:
-            value = scores[flags] = round(scorer.score(decode(flags)), 4)
+            value = scores[flags] = round(scorer.score(flags), 4)
         if value >= threshold:
             shown = PUBLIC_NAMESPACE if user_id == SYSTEM_USER_ID else namespace
             found.append((-value, name, shown, kind_id, user_id, description))
