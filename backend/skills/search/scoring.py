@@ -57,25 +57,24 @@ class Scorer:
         a block of `0`/`1` per field)."""
         position = {stem: j for j, stem in enumerate(stems)}
         width = len(stems)
+        # Fields sharing a mark share a test: only the best of them can credit a stem.
+        fields: dict[tuple[int, str], float] = {}
+        for (block, mark), (_, field_weight) in zip(marks, FIELD_WEIGHTS, strict=True):
+            fields[block, mark] = max(field_weight, fields.get((block, mark), 0.0))
         self._terms: list[tuple[float, list[tuple[float, int, str]]]] = []
         for term, weight in zip(terms, weights, strict=True):
-            credits = []
-            for i, (_, field_weight) in enumerate(FIELD_WEIGHTS):
-                block, mark = marks[i]
-                for stem in term.all_stems:
-                    if stem in position:
-                        full = stem == term.stem
-                        credit = field_weight * (1.0 if full else EXPANSION_WEIGHT)
-                        credits.append((credit, block * width + position[stem], mark))
+            credits = [
+                (
+                    field_weight * (1.0 if stem == term.stem else EXPANSION_WEIGHT),
+                    block * width + position[stem],
+                    mark,
+                )
+                for (block, mark), field_weight in fields.items()
+                for stem in term.all_stems
+                if stem in position
+            ]
             credits.sort(key=lambda c: -c[0])
-            # Fields sharing a mark share a test: only the first (best) of them can credit.
-            seen: set[tuple[int, str]] = set()
-            kept = []
-            for credit, index, mark in credits:
-                if (index, mark) not in seen:
-                    seen.add((index, mark))
-                    kept.append((credit, index, mark))
-            self._terms.append((weight, kept))
+            self._terms.append((weight, credits))
         self._total = sum(weights)
         self._unit = idf(0, n)
 
