@@ -7,8 +7,8 @@
    sample (`CountsQuery`, sample.py).
 3. One query fetches the rows matching the request's rarest terms (`RANK_POOL`): all of them
    when they are at most `SCORE_ALL` (every catalog people read), else the engine's best
-   `CANDIDATES` by name, tags, "when to use" and description (PostgreSQL `ts_rank` over the
-   weighted `head` tsvector of at most `RANK_POOL` matches, SQLite `bm25` with column
+   `CANDIDATES` by name, tags, "when to use" and description (PostgreSQL `ts_rank` of at
+   most `RANK_POOL` matches of the weighted `head` tsvector, SQLite `bm25` with column
    weights). Counts are bounded (`ROWS_CAP`, `DF_CAP`), and so is the work at any catalog
    size. On PostgreSQL the planner is kept to the GIN index for finding matches. A turn may
    send this statement before its counts are confirmed, planned on the counts kept for the
@@ -32,7 +32,6 @@ import heapq
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from itertools import combinations
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -41,7 +40,7 @@ from backend.db.models import SYSTEM_USER_ID
 from backend.skills.search import sample
 from backend.skills.search.condition import Where, where_sql
 from backend.skills.search.sample import SampleWords
-from backend.skills.search.scoring import FIELD_WEIGHTS, Scorer, term_weights
+from backend.skills.search.scoring import FIELD_WEIGHTS, PRESENCE_MARKS, Scorer, term_weights
 from backend.skills.search.selection import SkillSource
 from backend.skills.search.text import QueryTerm, query_terms
 
@@ -60,15 +59,16 @@ RANK_POOL = 300  # at most this many matches are ranked by the engine
 _PAIRED = 6  # rows holding two of the pool's first this many terms are ranked first
 # Engine weights for finding candidates, in the same field order.
 # The engine ranks by name, tags, "when to use" and description only (the body is in the
-# matching and the score): on PostgreSQL a small tsvector ranks thousands of rows cheaply.
+# matching and the score): on PostgreSQL the body's weight D counts 0.
 _PG_WEIGHTS = "{0.0, 0.4, 0.6, 1.0}"  # D body, C description, B tags and when, A name
 _FTS_WEIGHTS = "10.0, 6.0, 6.0, 4.0, 0.0"
 # The weight of each field's words in PostgreSQL's `document`, in the same field order
 # (migration 0003): tags and "when to use" share B, as they share their field weight.
 _PG_FIELD_WEIGHTS = "ABBCD"
 _PG_LABELS = "".join(sorted(set(_PG_FIELD_WEIGHTS)))
-# Which block of a PostgreSQL candidate's flags tests each field (`_pg_presence`).
-_PG_BLOCKS = tuple(_PG_LABELS.index(label) for label in _PG_FIELD_WEIGHTS)
+# How a PostgreSQL candidate's flags (`_pg_presence`) mark each field: one block, each stem's
+# best weight.
+_PG_MARKS = tuple((0, label) for label in _PG_FIELD_WEIGHTS)
 
 
 @dataclass(frozen=True)
@@ -263,12 +263,17 @@ def _candidate_ids(dialect: str, where: str, stems: Sequence[str], *, ranked: bo
 def _pg_ranked_ids(where: str, stems: Sequence[str]) -> str:
     """The best `CANDIDATES` by `ts_rank` among at most `RANK_POOL` rows matching `stems`:
     first the rows holding two of them or more, then those holding any. GIN finds the matches
-    without reading a row; ranking reads each row's `head`, so its rows are bounded like the
-    counts are: the stems of a large catalog may each be in thousands of rows."""
+    without reading a row; ranking reads each row's `document`, so its rows are bounded like
+    the counts are: the stems of a large catalog may each be in thousands of rows.
+
+    Matched in `head`, ranked over `document`: `document` is `head` followed by the body at
+    weight D, which `_PG_WEIGHTS` weighs 0, so `ts_rank` gives a row the same value over either
+    (a position at weight 0 adds nothing, and the body's positions come after the head's).
+    `document` is stored in the row, `head` mostly out of line (TOAST): a lookup per row."""
     lexemes = [f"''{s}''" for s in stems]  # stems are letters and digits only
     any_of = " | ".join(lexemes)
-    rank = f"ts_rank('{_PG_WEIGHTS}'::float4[], skill_search.head, {_tsquery(any_of)})"
-    pairs = " | ".join(f"({a} & {b})" for a, b in combinations(lexemes[:_PAIRED], 2))
+    rank = f"ts_rank('{_PG_WEIGHTS}'::float4[], skill_search.document, {_tsquery(any_of)})"
+    pairs = _two_of(lexemes[:_PAIRED])
     tiers = [pairs, any_of] if pairs else [any_of]
     # A branch's rank is computed only for the rows it gives; the outer LIMIT stops the `any`
     # branch as soon as the first gave enough. A row in both counts once.
@@ -282,6 +287,18 @@ def _pg_ranked_ids(where: str, stems: Sequence[str]) -> str:
         "GROUP BY ctid, name "
         f"ORDER BY max(rank) DESC, name LIMIT {CANDIDATES}"
     )
+
+
+def _two_of(lexemes: Sequence[str]) -> str:
+    """tsquery text matching the rows that hold two of `lexemes` or more ('' for fewer than
+    two lexemes): `a & (b | c) | b & c`, each lexeme with those after it. The same rows as the
+    OR of every pair, in a third fewer operands for GIN to test at each row it meets."""
+    parts = []
+    for i, first in enumerate(lexemes[:-1]):
+        rest = lexemes[i + 1 :]
+        later = rest[0] if len(rest) == 1 else f"({' | '.join(rest)})"
+        parts.append(f"({first} & {later})")
+    return " | ".join(parts)
 
 
 def _candidates_sql(
@@ -319,13 +336,24 @@ def _presence(stems: Sequence[str]) -> str:
 
 
 def _pg_presence(stems: Sequence[str]) -> str:
-    """PostgreSQL: `_presence`'s flags from the row's `document`, whose weights say the field
-    of each word (`_PG_FIELD_WEIGHTS`): a lookup in the tsvector the row holds, where testing
-    the term texts read each candidate's body terms out of line (TOAST). One block of tests
-    per weight, not per field: tags and "when to use" share theirs (`_PG_BLOCKS`)."""
-    labels = _PG_LABELS
-    tests = [f"c.document@@'''{stem}'':{label}'::tsquery" for label in labels for stem in stems]
-    return f"array_to_string(ARRAY[{','.join(tests)}]::int[],'')"
+    """PostgreSQL: for each of `stems` in order, the best weight of the row's `document` holding
+    it (`A` to `D`; `_PG_FIELD_WEIGHTS` says the fields of each), or `0`: lookups in the
+    tsvector the row holds, where testing the term texts read each candidate's body terms out
+    of line (TOAST). A stem the row lacks is one test, not one per weight. The best weight is
+    all a score needs: field weights fall from A to D (`FIELD_WEIGHTS`), and a term is credited
+    by the best field holding it. The scorer reads these as they are (`_PG_MARKS`): a stem
+    whose best weight is A credits the name's weight, not the lower ones of B to D."""
+    tests = []
+    for stem in stems:
+        found = " ".join(
+            f"WHEN c.document@@'''{stem}'':{label}'::tsquery THEN '{label}'"
+            for label in _PG_LABELS[:-1]
+        )
+        tests.append(
+            f"CASE WHEN NOT c.document@@'''{stem}'''::tsquery THEN '0' {found} "
+            f"ELSE '{_PG_LABELS[-1]}' END"
+        )
+    return _concat(tests)
 
 
 def _concat(parts: Sequence[str]) -> str:
@@ -452,8 +480,8 @@ async def search(
         rows = await _rows(session, plan.sql(dialect, where), where)
     assert plan is not None
     n = counts.rows
-    blocks = _PG_BLOCKS if dialect == "postgresql" else tuple(range(len(FIELD_WEIGHTS)))
-    scorer = Scorer(terms, term_weights(terms, counts.df, n), plan.present, n, blocks)
+    marks = _PG_MARKS if dialect == "postgresql" else PRESENCE_MARKS
+    scorer = Scorer(terms, term_weights(terms, counts.df, n), plan.present, n, marks)
     scores: dict[str, float] = {}  # candidates often share their flags: score each once
     found = []
     # Rows unpacked, not read by attribute: that costs a microsecond a read, per candidate.

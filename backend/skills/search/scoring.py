@@ -32,8 +32,14 @@ def term_weights(terms: Sequence[QueryTerm], df: Mapping[str, int], n: int) -> l
     return weights
 
 
+# How each field of `FIELD_WEIGHTS` shows in a candidate's flags: the block of `len(stems)`
+# characters that tests it, and the character there that marks a stem the field holds.
+FieldMarks = Sequence[tuple[int, str]]
+PRESENCE_MARKS: FieldMarks = tuple((i, "1") for i in range(len(FIELD_WEIGHTS)))
+
+
 class Scorer:
-    """The score of each candidate of one request, from its `_presence` flags (see the module).
+    """The score of each candidate of one request, from its flags (see the module).
 
     Built once per request: for each term, the flag positions that would give it credit, best
     credit first, so scoring a row is a few lookups per term."""
@@ -44,35 +50,42 @@ class Scorer:
         weights: Sequence[float],
         stems: Sequence[str],
         n: int,
-        blocks: Sequence[int] = tuple(range(len(FIELD_WEIGHTS))),
+        marks: FieldMarks = PRESENCE_MARKS,
     ) -> None:
-        """`blocks`: for each field of `FIELD_WEIGHTS`, which block of `len(stems)` flags holds
-        its tests (fields that share a weight in the index share a block)."""
+        """`marks`: for each field of `FIELD_WEIGHTS`, which block of `len(stems)` flags holds
+        its tests and which character there says the field holds the stem (`PRESENCE_MARKS`:
+        a block of `0`/`1` per field)."""
         position = {stem: j for j, stem in enumerate(stems)}
         width = len(stems)
-        self._terms: list[tuple[float, list[tuple[float, int]]]] = []
+        # Fields sharing a mark share a test: only the best of them can credit a stem.
+        fields: dict[tuple[int, str], float] = {}
+        for (block, mark), (_, field_weight) in zip(marks, FIELD_WEIGHTS, strict=True):
+            fields[block, mark] = max(field_weight, fields.get((block, mark), 0.0))
+        self._terms: list[tuple[float, list[tuple[float, int, str]]]] = []
         for term, weight in zip(terms, weights, strict=True):
-            credits = []
-            for i, (_, field_weight) in enumerate(FIELD_WEIGHTS):
-                for stem in term.all_stems:
-                    if stem in position:
-                        full = stem == term.stem
-                        credit = field_weight * (1.0 if full else EXPANSION_WEIGHT)
-                        credits.append((credit, blocks[i] * width + position[stem]))
+            credits = [
+                (
+                    field_weight * (1.0 if stem == term.stem else EXPANSION_WEIGHT),
+                    block * width + position[stem],
+                    mark,
+                )
+                for (block, mark), field_weight in fields.items()
+                for stem in term.all_stems
+                if stem in position
+            ]
             credits.sort(key=lambda c: -c[0])
             self._terms.append((weight, credits))
         self._total = sum(weights)
         self._unit = idf(0, n)
 
     def coverage(self, flags: str) -> float:
-        """The IDF-weighted share of the request's terms the row covers, in [0, 1]; `flags` is
-        `_presence`'s string."""
+        """The IDF-weighted share of the request's terms the row covers, in [0, 1]."""
         if self._total <= 0:
             return 0.0
         got = 0.0
         for weight, credits in self._terms:
-            for credit, index in credits:
-                if flags[index] == "1":
+            for credit, index, mark in credits:
+                if flags[index] == mark:
                     got += weight * credit
                     break
         return got / self._total

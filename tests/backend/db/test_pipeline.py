@@ -50,3 +50,48 @@ async def test_one_statement_runs_as_the_session_runs_it(engine: AsyncEngine) ->
     async with create_sessionmaker(engine)() as session:
         (rows,) = await run_all(session, [("SELECT 7", {})])
     assert [tuple(r) for r in rows] == [(7,)]
+
+
+async def test_a_hostile_value_stays_a_value(engine: AsyncEngine, db_backend: str) -> None:
+    """PostgreSQL binds the parameters on the client (one multi-statement query): a value with
+    quotes, a backslash, a semicolon and a comment is still one string value."""
+    hostile = "x'); DROP TABLE notes; -- \\' \"%s %(n)s"
+    mark = "%(v)s" if db_backend == "postgresql" else ":v"
+    async with create_sessionmaker(engine)() as session:
+        await session.execute(text("CREATE TEMPORARY TABLE notes (n INTEGER)"))
+        rows = await run_all(
+            session,
+            [
+                (f"SELECT {mark}, length({mark})", {"v": hostile}),
+                ("SELECT count(*) FROM notes", {}),
+            ],
+        )
+        assert [[tuple(r) for r in result] for result in rows] == [
+            [(hostile, len(hostile))],
+            [(0,)],
+        ]
+        await session.rollback()
+
+
+@pytest.mark.parametrize("db_backend", ["postgresql"], indirect=True)
+async def test_a_setting_the_first_selects_holds_for_the_next(engine: AsyncEngine) -> None:
+    """What the search relies on: a transaction-local setting selected by one statement is in
+    force for the statements after it (planner settings are PostgreSQL's)."""
+    async with create_sessionmaker(engine)() as session:
+        rows = await run_all(
+            session,
+            [
+                ("SELECT set_config('enable_seqscan', 'off', true)", {}),
+                ("SELECT current_setting('enable_seqscan')", {}),
+            ],
+        )
+        assert rows[1][0][0] == "off"
+        await session.rollback()
+
+
+@pytest.mark.parametrize("db_backend", ["postgresql"], indirect=True)
+async def test_statements_binding_one_name_to_two_values_are_refused(engine: AsyncEngine) -> None:
+    """PostgreSQL binds the statements together (SQLite binds each alone)."""
+    async with create_sessionmaker(engine)() as session:
+        with pytest.raises(ValueError, match="different values"):
+            await run_all(session, [("SELECT %(a)s", {"a": 1}), ("SELECT %(a)s", {"a": 2})])
