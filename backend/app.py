@@ -88,8 +88,12 @@ def _api_router() -> APIRouter:
     for the API router's routes. An app including it prepares its own copies as before."""
     # Every API route authenticates, and reads the database.
     api = APIRouter(prefix=API_PREFIX, responses=errors(401, 503))
+    # Routes are matched in order, each router's all of them (FastAPI does not skip a router by
+    # its prefix): the chat turn's routes first, the busiest of the API. No other path starts
+    # with `/conversations`, so the order changes no match.
+    api.include_router(conversations.router)
     api.include_router(skill_search.router)  # before the CRD trees: `/skills/search` is fixed
-    for module in (me, tokens, users, secrets, conversations, artifacts, metrics, usage):
+    for module in (me, tokens, users, secrets, artifacts, metrics, usage):
         api.include_router(module.router)
     api.include_router(skill_install.router)  # before the CRD tree: `/skills/install` is fixed
     api.include_router(skill_plans.router)

@@ -7,13 +7,14 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from sqlalchemy import Integer, Table, and_, bindparam, case, func, insert, or_, select, update
-from sqlalchemy.engine import CursorResult
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from backend.db.models import Conversation, Message, User, UserQuota
+from backend.db.sqlite_driver import execute_and_commit
 from backend.db.types import utcnow
 from backend.errors import NotFound
+from backend.ghosts.resolve import ghost_text_of
 from backend.kinds import cursor
 
 # The turn's hot path runs its prebuilt Core statements on a plain connection where it can: a
@@ -28,11 +29,9 @@ MAX_MESSAGE_CHARS = 100_000
 
 # The statements every turn runs, built once with bind parameters: building a statement and its
 # cache key cost more than SQLite took to run it (SQLAlchemy memoizes a built statement's key).
-_OWNED_WITH_OVERRIDES = (
-    select(Conversation.id, UserQuota.limits)
-    .outerjoin(UserQuota, UserQuota.user_id == Conversation.user_id)
-    .where(Conversation.id == bindparam("cid"), Conversation.user_id == bindparam("uid"))
-)
+# The send's first statement: the ownership check, the touch and the naming in one UPDATE,
+# returning the owner's quota overrides (`user_quotas.limits`; NULL without a row), which
+# admitting the turn needs; no row: not the user's conversation.
 _TOUCH = (
     update(Conversation)
     .where(Conversation.id == bindparam("cid"), Conversation.user_id == bindparam("uid"))
@@ -42,6 +41,14 @@ _TOUCH = (
             (Conversation.title == DEFAULT_TITLE, bindparam("new_title")),
             else_=Conversation.title,
         ),
+    )
+    # Not correlated: SQLite renders RETURNING's columns unqualified (`user_id = user_id` would
+    # match every row); the conversation's owner is the `uid` of the WHERE clause.
+    .returning(
+        select(UserQuota.limits)
+        .where(UserQuota.user_id == bindparam("uid"))
+        .scalar_subquery()
+        .label("limits")
     )
     .execution_options(synchronize_session=False)  # no conversation is loaded here
 )
@@ -58,6 +65,8 @@ _ADD_REPLY = insert(_MESSAGES).returning(_MESSAGES.c.id)
 # query (the outer join still yields the owner when no message matches). Core columns, not
 # entities: loading ORM objects for every message of the window cost a turn more CPU than the
 # query (only a retried turn's stored answer becomes a `Message`).
+# The Ghost's stored JSON comes on the user message's row only (a CASE, so the subquery runs
+# once): the turn needs no statement of its own to read it.
 _WINDOW = (
     select(
         Conversation.ghost,
@@ -65,6 +74,12 @@ _WINDOW = (
         User.name.label("user_name"),
         User.is_active,
         UserQuota.limits,
+        case(
+            (
+                _MESSAGES.c.id == bindparam("mid"),
+                ghost_text_of(Conversation.ghost, Conversation.user_id),
+            )
+        ).label("ghost_text"),
         *(c.label(f"m_{c.key}") for c in _MESSAGES.c),
     )
     .select_from(Conversation)
@@ -82,7 +97,7 @@ _WINDOW = (
     .limit(bindparam("rows", type_=Integer))
 )
 _MESSAGE_KEYS = tuple(c.key for c in _MESSAGES.c)
-_FIRST_MESSAGE_COLUMN = 5  # _WINDOW's columns before the message's
+_FIRST_MESSAGE_COLUMN = 6  # _WINDOW's columns before the message's
 
 
 @dataclass(frozen=True)
@@ -115,6 +130,7 @@ class TurnWindow:
 
     owned: Owned | None  # None: the conversation is gone
     user_message: WindowMessage | None
+    ghost_text: str | None  # the Ghost's stored JSON, read with the user message (None: none)
     reply: Message | None  # the stored answer (detached), if this turn already ran
     history: list[WindowMessage]  # oldest first, at most `history`, before the user message
     user_turns_before: int  # user messages older than the window (keeps turn indices exact)
@@ -150,19 +166,6 @@ async def get(session: AsyncSession, user_id: int, conversation_id: str) -> Conv
     return found
 
 
-async def quota_overrides_if_owned(
-    session: Executor, user_id: int, conversation_id: str
-) -> dict[str, Any] | None:
-    """`get`'s ownership check (404 otherwise) and, in the same query, the user's quota
-    overrides (`user_quotas.limits`; None without a row), which admitting a turn needs."""
-    params = {"cid": conversation_id, "uid": user_id}
-    row = (await session.execute(_OWNED_WITH_OVERRIDES, params)).first()
-    if row is None:  # someone else's conversation is indistinguishable from none
-        raise NotFound("conversation not found", code="conversation_not_found")
-    overrides: dict[str, Any] | None = row.limits
-    return overrides
-
-
 async def list_page(
     session: AsyncSession, user_id: int, *, limit: int, token: str | None
 ) -> tuple[list[Conversation], str | None]:
@@ -191,23 +194,44 @@ async def delete(session: AsyncSession, user_id: int, conversation_id: str) -> N
     await session.delete(await get(session, user_id, conversation_id))
 
 
+async def touch_if_owned(
+    session: Executor, user_id: int, conversation_id: str, content: str
+) -> dict[str, Any] | None:
+    """Touch the user's conversation for a message of `content` (404 unless it is theirs); one
+    still called `DEFAULT_TITLE` is named after it. Returns the user's quota overrides
+    (`user_quotas.limits`; None without a row), which admitting a turn needs. The write is
+    the caller's transaction: a send refused after it (409, 429) rolls it back."""
+    title = " ".join(content.split())[:TITLE_CHARS]
+    params = {"cid": conversation_id, "uid": user_id, "now": utcnow(), "new_title": title}
+    row = (await session.execute(_TOUCH, params)).first()
+    if row is None:  # deleted meanwhile, or never the user's (indistinguishable from none)
+        raise NotFound("conversation not found", code="conversation_not_found")
+    overrides: dict[str, Any] | None = row.limits
+    return overrides
+
+
+async def store_user_message(
+    connection: AsyncConnection, conversation_id: str, content: str
+) -> int:
+    """Store a user message in a conversation `touch_if_owned` checked on `connection`, and
+    commit the transaction; the message's id."""
+    params = {"cid": conversation_id, "content": content}
+    rows = await execute_and_commit(connection, _ADD_USER_MESSAGE, params)
+    return int(rows[0][0])
+
+
 async def add_user_message(
     session: Executor, user_id: int, conversation_id: str, content: str
 ) -> int:
-    """Store a user message in the user's conversation (404 otherwise), its id; a conversation still
-    called `DEFAULT_TITLE` is named after it. One UPDATE does the ownership check, the touch and
-    the naming, so no read of the conversation precedes the write."""
-    title = " ".join(content.split())[:TITLE_CHARS]
-    params = {"cid": conversation_id, "uid": user_id, "now": utcnow(), "new_title": title}
-    touched: CursorResult[Any] = await session.execute(_TOUCH, params)  # type: ignore[assignment]
-    if touched.rowcount == 0:  # deleted meanwhile, or never the user's
-        raise NotFound("conversation not found", code="conversation_not_found")
+    """Store a user message in the user's conversation (404 otherwise), its id (the caller
+    commits)."""
+    await touch_if_owned(session, user_id, conversation_id, content)
     added = await session.execute(_ADD_USER_MESSAGE, {"cid": conversation_id, "content": content})
     return int(added.scalar_one())
 
 
 async def add_reply(
-    session: Executor,
+    session: AsyncConnection,
     conversation_id: str,
     reply_to: int,
     *,
@@ -234,9 +258,7 @@ async def add_reply(
         "created_at": utcnow(),
     }
     try:
-        added = await session.execute(_ADD_REPLY, values)
-        message_id = int(added.scalar_one())
-        await session.commit()
+        message_id = int((await execute_and_commit(session, _ADD_REPLY, values))[0][0])
     except IntegrityError:
         await session.rollback()
         stored = await session.execute(select(_MESSAGES).where(_MESSAGES.c.reply_to == reply_to))
@@ -256,12 +278,13 @@ async def turn_window(
     params = {"cid": conversation_id, "mid": message_id, "rows": history + 2}
     found = (await session.execute(_WINDOW, params)).all()
     if not found:
-        return TurnWindow(None, None, None, [], 0)
+        return TurnWindow(None, None, None, None, [], 0)
     head = found[0]
     owned = Owned(head.ghost, head.user_id, head.user_name, head.is_active, head.limits)
     first = _FIRST_MESSAGE_COLUMN
     reply: Message | None = None
     user_message: WindowMessage | None = None
+    ghost_text: str | None = None
     window: list[WindowMessage] = []
     for row in found:
         if row.m_id is None:  # the outer join found no message
@@ -279,6 +302,7 @@ async def turn_window(
         )
         if message.id == message_id:
             user_message = message
+            ghost_text = row.ghost_text
         elif message.id < message_id and len(window) < history:
             window.append(message)
     window.reverse()
@@ -296,7 +320,7 @@ async def turn_window(
             )
             or 0
         )
-    return TurnWindow(owned, user_message, reply, window, before)
+    return TurnWindow(owned, user_message, ghost_text, reply, window, before)
 
 
 async def messages_page(

@@ -130,24 +130,22 @@ class ChatRuntime:
         many turns running as `SKILLHIVE_MAX_CONCURRENT_TURNS_PER_USER`. `owned` runs once the
         conversation is known to be the user's, before the turn can start (a socket joins the
         conversation's room there, so the ownership check is not read twice)."""
-        # One connection reads and writes (prebuilt Core statements, no Session): a second
-        # checkout cost a turn a pool round trip. It holds no lock between its read and write.
+        # One connection, prebuilt Core statements (no Session): a second checkout cost a turn
+        # a pool round trip. Ownership before the claim: a 409 for someone else's busy
+        # conversation would tell them it exists. The ownership check is the touch (an UPDATE
+        # returning the owner's quota overrides), so a refusal below (409, 429) writes
+        # nothing because the transaction is not committed: closing the connection rolls it
+        # back.
         async with self.engine.connect() as session:
-            # Ownership before the claim: a 409 for someone else's busy conversation would tell
-            # them it exists.
-            own = await conversations.quota_overrides_if_owned(session, user_id, conversation_id)
+            own = await conversations.touch_if_owned(session, user_id, conversation_id, content)
             if owned is not None:
                 await owned()
             limits = await self.quotas.admit_turn(user_id, own)  # 429 quota_* before writes
 
             async def store() -> int:  # runs with the conversation claimed
-                # Nothing is written if refused; the user's own limit when an admin set one.
+                # Nothing is committed if refused; the user's own limit when an admin set one.
                 await self.admission.admit(user_id, conversation_id, limits["concurrent_turns"])
-                message_id = await conversations.add_user_message(
-                    session, user_id, conversation_id, content
-                )
-                await session.commit()
-                return message_id
+                return await conversations.store_user_message(session, conversation_id, content)
 
             with tracer.start_as_current_span("chat.send"):  # ops: the turn's trace starts here
                 try:

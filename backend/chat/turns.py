@@ -160,7 +160,9 @@ class TurnRunner:
             owned = window.owned
             if not owned.user_active:  # deactivated while the turn waited: none of its secrets
                 raise Unauthorized("user is deactivated", code="user_inactive")
-            ghost = await self.ghosts.resolve(connection, owned.user_id, owned.ghost)
+            ghost = await self.ghosts.resolve(
+                connection, owned.user_id, owned.ghost, window.ghost_text
+            )
             pinned = pins.pins(ghost.spec.skills)  # `name@3` in spec.skills
             ghost = ghost.unpinned()  # the rest of the turn reads bare names
             # A `/command` becomes the request and preloads its skills (backend/chat/commands.py).

@@ -8,20 +8,26 @@ database time. Here a statement is one function on that thread (cursor, execute,
 close), and a COMMIT or ROLLBACK with no transaction open is skipped: sqlite3 itself does
 nothing then (it checks the same `in_transaction`). Streaming (server-side) cursors keep
 SQLAlchemy's own class. `create_engine` passes `lean_dbapi()` as the engine's `module`.
+
+`execute_and_commit` runs a transaction's last statement and its COMMIT in that one trip (the
+COMMIT SQLAlchemy then asks for finds no transaction open, and is skipped).
 """
 
 from __future__ import annotations
 
 import collections
 import sqlite3
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import aiosqlite
+from sqlalchemy import Executable, Row
 from sqlalchemy.dialects.sqlite.aiosqlite import (
     AsyncAdapt_aiosqlite_connection,
     AsyncAdapt_aiosqlite_cursor,
     AsyncAdapt_aiosqlite_dbapi,
 )
+from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.util import EMPTY_DICT
 
 # description, rowcount, lastrowid, rows
@@ -38,6 +44,13 @@ def _run(connection: sqlite3.Connection, operation: str, parameters: Any) -> _Ou
         return description, cursor.rowcount, cursor.lastrowid, rows
     finally:
         cursor.close()
+
+
+def _run_and_commit(connection: sqlite3.Connection, operation: str, parameters: Any) -> _Outcome:
+    """`_run`, then COMMIT (only once the statement ran and its rows are read)."""
+    outcome = _run(connection, operation, parameters)
+    connection.commit()
+    return outcome
 
 
 def _run_many(connection: sqlite3.Connection, operation: str, parameters: Any) -> _Outcome:
@@ -92,7 +105,10 @@ class _LeanCursor(AsyncAdapt_aiosqlite_cursor):
         self._rows.clear()
 
     async def _execute_async(self, operation: Any, parameters: Any) -> Any:
-        await self._call(_run, operation, parameters)
+        adapt: _LeanConnection = self._adapt_connection  # type: ignore[assignment]
+        run = _run_and_commit if adapt.commit_next else _run
+        adapt.commit_next = False  # this statement only, whatever its outcome
+        await self._call(run, operation, parameters)
 
     async def _executemany_async(self, operation: Any, seq_of_parameters: Any) -> Any:
         await self._call(_run_many, operation, seq_of_parameters)
@@ -112,8 +128,12 @@ class _LeanCursor(AsyncAdapt_aiosqlite_cursor):
 
 
 class _LeanConnection(AsyncAdapt_aiosqlite_connection):
-    __slots__ = ()
+    __slots__ = ("commit_next",)
     _cursor_cls = _LeanCursor
+
+    def __init__(self, dbapi: Any, connection: Any) -> None:
+        super().__init__(dbapi, connection)
+        self.commit_next = False  # set by `execute_and_commit` for its statement
 
     def _in_transaction(self) -> bool:
         driver: aiosqlite.Connection = self._connection  # type: ignore[assignment]
@@ -137,3 +157,22 @@ class _LeanDBAPI(AsyncAdapt_aiosqlite_dbapi):
 def lean_dbapi() -> Any:
     """The DBAPI module for `create_async_engine(..., module=...)` on SQLite."""
     return _LeanDBAPI(aiosqlite, sqlite3)
+
+
+async def execute_and_commit(
+    connection: AsyncConnection, statement: Executable, parameters: Mapping[str, Any]
+) -> Sequence[Row[Any]]:
+    """Run a transaction's last statement and commit it; its rows. On SQLite (this driver)
+    the statement and the COMMIT are one trip to aiosqlite's thread; elsewhere two calls."""
+    raw = await connection.get_raw_connection()
+    lean = raw.dbapi_connection
+    if isinstance(lean, _LeanConnection):
+        lean.commit_next = True
+    try:
+        result = await connection.execute(statement, parameters)
+        rows = result.all() if result.returns_rows else []
+    finally:
+        if isinstance(lean, _LeanConnection):
+            lean.commit_next = False  # not run (e.g. refused before the driver was reached)
+    await connection.commit()  # SQLAlchemy's bookkeeping; on SQLite no transaction is left
+    return rows

@@ -13,8 +13,22 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import Text, and_, cast, or_, select
+from sqlalchemy import (
+    ColumnExpressionArgument,
+    Integer,
+    ScalarSelect,
+    Text,
+    and_,
+    case,
+    cast,
+    func,
+    or_,
+    select,
+)
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.sql.functions import FunctionElement
 
 from backend.chat.mcp import engine_servers, secret_names
 from backend.crd.common import name_problem, parse_skill_ref
@@ -107,6 +121,47 @@ async def resolve_ghost(session: AsyncSession, user_id: int, ref: str) -> Resolv
 _GHOST_TEXT = select(cast(Kind.json, Text)).where(store.GET_WHERE)
 
 
+class _SlashAt(FunctionElement[int]):
+    """1-based position of the first `/` in a string, 0 if none (`str.partition`'s split)."""
+
+    type = Integer()
+    inherit_cache = True
+
+
+@compiles(_SlashAt)
+def _slash_at_sqlite(element: _SlashAt, compiler: SQLCompiler, **kw: object) -> str:
+    return f"instr({compiler.process(element.clauses, **kw)}, '/')"
+
+
+@compiles(_SlashAt, "postgresql")
+def _slash_at_postgresql(element: _SlashAt, compiler: SQLCompiler, **kw: object) -> str:
+    return f"strpos({compiler.process(element.clauses, **kw)}, '/')"
+
+
+def ghost_text_of(
+    ref: ColumnExpressionArgument[str], user_id: ColumnExpressionArgument[int]
+) -> ScalarSelect[str]:
+    """`_GHOST_TEXT` as a scalar subquery of a row holding a Ghost reference (`ref`) and the
+    user it is resolved for, split in SQL as `parse_ref` splits it: a turn reads its Ghost in
+    its window's statement. NULL when no row matches, including a reference `parse_ref`
+    refuses (no stored Ghost has such a name): `GhostCache.resolve` then reads it itself and
+    raises the same errors as without it."""
+    slash = _SlashAt(ref)
+    # Guarded: a negative length is an error on PostgreSQL (stored references have a `/`).
+    namespace = case((slash > 0, func.substr(ref, 1, slash - 1)))
+    return (
+        select(cast(Kind.json, Text))
+        .where(
+            Kind.kind == GHOST_KIND,
+            Kind.user_id
+            == case((namespace == PUBLIC_NAMESPACE, PUBLIC_GHOSTS.user_id), else_=user_id),
+            Kind.namespace == namespace,
+            Kind.name == func.substr(ref, slash + 1),
+        )
+        .scalar_subquery()
+    )
+
+
 class GhostCache:
     """Resolved Ghosts by owner scope and stored JSON text, so a turn validates its Ghost only
     when the stored CRD is one this process has not seen (a write stamps a new
@@ -121,10 +176,15 @@ class GhostCache:
         self._max_chars = max_chars
         self._chars = 0
 
-    async def resolve(self, session: Executor, user_id: int, ref: str) -> ResolvedGhost:
-        """`resolve_ghost`'s answer: 404 `ghost_not_found`, 409 `stored_crd_invalid`."""
+    async def resolve(
+        self, session: Executor, user_id: int, ref: str, text: str | None = None
+    ) -> ResolvedGhost:
+        """`resolve_ghost`'s answer: 404 `ghost_not_found`, 409 `stored_crd_invalid`. `text`:
+        the stored JSON already read with `ghost_text_of` in the same transaction (None:
+        read it here)."""
         scope, name = parse_ref(user_id, ref)
-        text = await session.scalar(_GHOST_TEXT, store.get_params(GHOST_KIND, scope, name))
+        if text is None:
+            text = await session.scalar(_GHOST_TEXT, store.get_params(GHOST_KIND, scope, name))
         if text is None:
             raise store.not_found(GHOST_KIND, scope, name)
         key = (scope, text)

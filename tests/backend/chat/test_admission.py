@@ -92,6 +92,7 @@ async def test_one_turn_too_many_is_a_429_that_stores_nothing_and_a_slot_frees_a
     app: FastAPI, client: httpx.AsyncClient, chat: ChatSetup, openai_server: FakeOpenAIServer
 ) -> None:
     first, second = await chat.conversation(client), await chat.conversation(client)
+    untouched = await client.get(f"/api/v1/conversations/{second}", headers=chat.account.headers)
     gate = threading.Event()
     openai_server.script(Reply(text="slow", gate=gate), Reply(text="next"))
     h = chat.account.headers
@@ -111,6 +112,9 @@ async def test_one_turn_too_many_is_a_429_that_stores_nothing_and_a_slot_frees_a
         assert refused.headers["retry-after"] == "2"
         assert refused.json()["error"]["details"]["limit"] == 1
         assert await messages(client, chat, second) == []  # nothing written
+        # nor the touch (title, updated_at) that checked the conversation is the caller's
+        after = await client.get(f"/api/v1/conversations/{second}", headers=chat.account.headers)
+        assert after.json() == untouched.json()
     finally:
         gate.set()
     assert (await running).status_code == 200

@@ -174,9 +174,13 @@ async def test_second_send_during_a_turn_is_409_and_cancel_stores_a_cancelled_an
     client: httpx.AsyncClient, chat: ChatSetup, openai_server: FakeOpenAIServer
 ) -> None:
     cid = await chat.conversation(client)
+    url = f"/api/v1/conversations/{cid}"
     async with held_turn(client, chat, openai_server, cid, "a long answer held open") as sending:
+        touched = (await client.get(url, headers=chat.account.headers)).json()
         second = await send(client, chat, cid, "second")
         assert_error(second, 409, "turn_in_progress")
+        # the refused send's touch is rolled back with it
+        assert (await client.get(url, headers=chat.account.headers)).json() == touched
         cancelled = await client.post(
             f"/api/v1/conversations/{cid}/cancel", headers=chat.account.headers
         )
@@ -378,3 +382,20 @@ async def test_a_retried_finished_turn_is_announced_again_not_run_twice(
     assert len(openai_server.requests) == 1  # the model was not called again
     listed = await client.get(f"/api/v1/conversations/{cid}/messages", headers=chat.account.headers)
     assert [m["role"] for m in listed.json()["items"]] == ["user", "assistant"]
+
+
+async def test_a_turn_whose_ghost_was_deleted_ends_with_ghost_not_found(
+    client: httpx.AsyncClient, chat: ChatSetup, openai_server: FakeOpenAIServer
+) -> None:
+    """The window's statement finds no Ghost; the turn's own read gives the usual error."""
+    cid = await chat.conversation(client)
+    namespace, _, name = chat.ghost.partition("/")
+    deleted = await client.delete(
+        f"/api/v1/namespaces/{namespace}/ghosts/{name}", headers=chat.account.headers
+    )
+    assert deleted.status_code in (200, 204), deleted.text
+    reply = await send(client, chat, cid, "hello")
+    assert reply.status_code == 200, reply.text
+    answer = reply.json()
+    assert answer["status"] == "error" and answer["error"]["code"] == "ghost_not_found"
+    assert openai_server.requests == []  # no model call without a Ghost

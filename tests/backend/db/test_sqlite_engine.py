@@ -16,6 +16,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from backend.db.engine import create_engine, create_sessionmaker
+from backend.db.sqlite_driver import execute_and_commit
 
 
 async def test_pragmas_follow_the_settings(tmp_path: Path) -> None:
@@ -114,6 +115,14 @@ async def test_a_statement_is_one_trip_to_the_sqlite_thread(tmp_path: Path) -> N
         await read()  # the pool's first connection (and its PRAGMAs) before counting
         assert await _handoffs(engine, read) == 1  # the SELECT; no ROLLBACK
         assert await _handoffs(engine, write) == 2  # the INSERT and the COMMIT
+
+        async def last_write() -> None:
+            async with engine.connect() as conn:
+                await execute_and_commit(conn, text("INSERT INTO t VALUES (2)"), {})
+
+        assert await _handoffs(engine, last_write) == 1  # the INSERT with its COMMIT
+        async with engine.connect() as conn:
+            assert (await conn.execute(text("SELECT count(*) FROM t"))).scalar() == 2
     finally:
         await engine.dispose()
 

@@ -5,10 +5,20 @@ from __future__ import annotations
 import httpx
 import pytest
 from fastapi import FastAPI
+from sqlalchemy import Integer, String, literal, select
 
+from backend.crd.ghost import GHOST_KIND
 from backend.errors import InvalidRequest, NotFound
 from backend.ghosts import PUBLIC_GHOSTS
-from backend.ghosts.resolve import GhostCache, resolve_ghost, resolve_skills
+from backend.ghosts.resolve import (
+    _GHOST_TEXT,
+    GhostCache,
+    ghost_text_of,
+    parse_ref,
+    resolve_ghost,
+    resolve_skills,
+)
+from backend.kinds import store
 from backend.kinds.store import Scope
 from tests.support.accounts import Account
 from tests.support.ghosts import PUBLIC, add_skill, create, ghost, own
@@ -108,3 +118,50 @@ async def test_the_ghost_cache_keeps_at_most_its_characters_of_json(
         await cache.resolve(connection, alice.id, "dev/three")
         assert len(cache) == 2  # the least recently used, "one", went out
         assert await cache.resolve(connection, alice.id, "dev/one") is not first
+
+
+async def test_the_ghost_text_read_in_sql_is_the_row_parse_ref_names(
+    app: FastAPI, client: httpx.AsyncClient, alice: Account, bob: Account, admin: Account
+) -> None:
+    """A turn reads its Ghost's JSON inside its window's statement (`ghost_text_of`): for every
+    reference it finds the row `parse_ref` + `_GHOST_TEXT` find, and nothing where they refuse."""
+    assert (await create(client, alice.headers, ghost("mine"))).status_code == 201
+    assert (await create(client, bob.headers, ghost("mine"))).status_code == 201
+    assert (await create(client, admin.headers, ghost("shared"), base=PUBLIC)).status_code == 201
+    cases = [
+        (alice.id, "dev/mine"),
+        (bob.id, "dev/mine"),
+        (bob.id, "public/shared"),
+        (alice.id, "public/mine"),
+        (alice.id, "prod/mine"),
+        (alice.id, "dev/none"),
+        (alice.id, "mine"),
+        (alice.id, "/mine"),
+        (alice.id, "dev/"),
+        (alice.id, "dev/mine/x"),
+        (alice.id, ""),
+    ]
+    found = []
+    async with app.state.engine.connect() as connection:
+        for user_id, ref in cases:
+            in_sql = await connection.scalar(
+                select(ghost_text_of(literal(ref, String), literal(user_id, Integer)))
+            )
+            try:
+                scope, name = parse_ref(user_id, ref)
+            except InvalidRequest:
+                expected = None
+            else:
+                params = store.get_params(GHOST_KIND, scope, name)
+                expected = await connection.scalar(_GHOST_TEXT, params)
+            assert in_sql == expected, ref
+            found.append(in_sql is not None)
+    assert found[:3] == [True, True, True] and not any(found[3:])
+    async with app.state.engine.connect() as connection:
+        mine = await connection.scalar(
+            select(ghost_text_of(literal("dev/mine", String), literal(alice.id, Integer)))
+        )
+        theirs = await connection.scalar(
+            select(ghost_text_of(literal("dev/mine", String), literal(bob.id, Integer)))
+        )
+    assert mine != theirs  # each user's own Ghost, not the other's of the same name
