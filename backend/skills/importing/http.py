@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import ipaddress
 import ssl
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -31,7 +32,6 @@ import httpx
 from backend.skills.importing.errors import FetchFailed, FetchTimeout, refused, too_large
 from backend.skills.importing.limits import FetchLimits
 from chat_shell import EgressForbidden, EgressPolicy
-from chat_shell.net.egress import IPAddress
 
 MAX_REDIRECTS = 5
 _REDIRECTS = {301, 302, 303, 307, 308}
@@ -287,7 +287,7 @@ class _EgressBackend(httpcore.NetworkBackend):
         assert failure is not None  # getaddrinfo answers at least one address or raises
         raise failure
 
-    def _resolve(self, host: str, port: int) -> list[IPAddress]:
+    def _resolve(self, host: str, port: int) -> list[ipaddress.IPv4Address | ipaddress.IPv6Address]:
         """The policy's checked addresses of `host`, resolved on the event loop (the one
         resolver and check every egress client uses), waited for within the deadline."""
         future = asyncio.run_coroutine_threadsafe(
