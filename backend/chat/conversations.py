@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from sqlalchemy import Integer, Table, and_, bindparam, case, func, insert, or_, select, update
+from sqlalchemy.engine import CursorResult
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
@@ -29,9 +30,11 @@ MAX_MESSAGE_CHARS = 100_000
 
 # The statements every turn runs, built once with bind parameters: building a statement and its
 # cache key cost more than SQLite took to run it (SQLAlchemy memoizes a built statement's key).
-# The send's first statement: the ownership check, the touch and the naming in one UPDATE,
-# returning the owner's quota overrides (`user_quotas.limits`; NULL without a row), which
-# admitting the turn needs; no row: not the user's conversation.
+_OWNED_WITH_OVERRIDES = (
+    select(Conversation.id, UserQuota.limits)
+    .outerjoin(UserQuota, UserQuota.user_id == Conversation.user_id)
+    .where(Conversation.id == bindparam("cid"), Conversation.user_id == bindparam("uid"))
+)
 _TOUCH = (
     update(Conversation)
     .where(Conversation.id == bindparam("cid"), Conversation.user_id == bindparam("uid"))
@@ -41,14 +44,6 @@ _TOUCH = (
             (Conversation.title == DEFAULT_TITLE, bindparam("new_title")),
             else_=Conversation.title,
         ),
-    )
-    # Not correlated: SQLite renders RETURNING's columns unqualified (`user_id = user_id` would
-    # match every row); the conversation's owner is the `uid` of the WHERE clause.
-    .returning(
-        select(UserQuota.limits)
-        .where(UserQuota.user_id == bindparam("uid"))
-        .scalar_subquery()
-        .label("limits")
     )
     .execution_options(synchronize_session=False)  # no conversation is loaded here
 )
@@ -194,27 +189,37 @@ async def delete(session: AsyncSession, user_id: int, conversation_id: str) -> N
     await session.delete(await get(session, user_id, conversation_id))
 
 
-async def touch_if_owned(
-    session: Executor, user_id: int, conversation_id: str, content: str
+async def quota_overrides_if_owned(
+    session: Executor, user_id: int, conversation_id: str
 ) -> dict[str, Any] | None:
-    """Touch the user's conversation for a message of `content` (404 unless it is theirs); one
-    still called `DEFAULT_TITLE` is named after it. Returns the user's quota overrides
-    (`user_quotas.limits`; None without a row), which admitting a turn needs. The write is
-    the caller's transaction: a send refused after it (409, 429) rolls it back."""
-    title = " ".join(content.split())[:TITLE_CHARS]
-    params = {"cid": conversation_id, "uid": user_id, "now": utcnow(), "new_title": title}
-    row = (await session.execute(_TOUCH, params)).first()
-    if row is None:  # deleted meanwhile, or never the user's (indistinguishable from none)
+    """`get`'s ownership check (404 otherwise) and, in the same query, the user's quota
+    overrides (`user_quotas.limits`; None without a row), which admitting a turn needs. A read:
+    on SQLite it takes no write lock while the send is admitted."""
+    params = {"cid": conversation_id, "uid": user_id}
+    row = (await session.execute(_OWNED_WITH_OVERRIDES, params)).first()
+    if row is None:  # someone else's conversation is indistinguishable from none
         raise NotFound("conversation not found", code="conversation_not_found")
     overrides: dict[str, Any] | None = row.limits
     return overrides
 
 
+async def _touch(session: Executor, user_id: int, conversation_id: str, content: str) -> None:
+    """Touch the user's conversation for a message of `content` (404 unless it is theirs: it
+    may have been deleted since it was checked); one still called `DEFAULT_TITLE` is named
+    after it. One UPDATE does the ownership check, the touch and the naming."""
+    title = " ".join(content.split())[:TITLE_CHARS]
+    params = {"cid": conversation_id, "uid": user_id, "now": utcnow(), "new_title": title}
+    touched: CursorResult[Any] = await session.execute(_TOUCH, params)  # type: ignore[assignment]
+    if touched.rowcount == 0:  # deleted meanwhile, or never the user's
+        raise NotFound("conversation not found", code="conversation_not_found")
+
+
 async def store_user_message(
-    connection: AsyncConnection, conversation_id: str, content: str
+    connection: AsyncConnection, user_id: int, conversation_id: str, content: str
 ) -> int:
-    """Store a user message in a conversation `touch_if_owned` checked on `connection`, and
-    commit the transaction; the message's id."""
+    """`add_user_message`, committed: the INSERT and the COMMIT are one trip on SQLite
+    (`execute_and_commit`), so the write lock is held for the UPDATE and that trip only."""
+    await _touch(connection, user_id, conversation_id, content)
     params = {"cid": conversation_id, "content": content}
     rows = await execute_and_commit(connection, _ADD_USER_MESSAGE, params)
     return int(rows[0][0])
@@ -225,7 +230,7 @@ async def add_user_message(
 ) -> int:
     """Store a user message in the user's conversation (404 otherwise), its id (the caller
     commits)."""
-    await touch_if_owned(session, user_id, conversation_id, content)
+    await _touch(session, user_id, conversation_id, content)
     added = await session.execute(_ADD_USER_MESSAGE, {"cid": conversation_id, "content": content})
     return int(added.scalar_one())
 

@@ -130,22 +130,22 @@ class ChatRuntime:
         many turns running as `SKILLHIVE_MAX_CONCURRENT_TURNS_PER_USER`. `owned` runs once the
         conversation is known to be the user's, before the turn can start (a socket joins the
         conversation's room there, so the ownership check is not read twice)."""
-        # One connection, prebuilt Core statements (no Session): a second checkout cost a turn
-        # a pool round trip. Ownership before the claim: a 409 for someone else's busy
-        # conversation would tell them it exists. The ownership check is the touch (an UPDATE
-        # returning the owner's quota overrides), so a refusal below (409, 429) writes
-        # nothing because the transaction is not committed: closing the connection rolls it
-        # back.
+        # One connection reads and writes (prebuilt Core statements, no Session): a second
+        # checkout cost a turn a pool round trip. Ownership before the claim: a 409 for someone
+        # else's busy conversation would tell them it exists. The check is a read, so no write
+        # lock is held while the send is admitted (on SQLite one lock serializes every writer).
         async with self.engine.connect() as session:
-            own = await conversations.touch_if_owned(session, user_id, conversation_id, content)
+            own = await conversations.quota_overrides_if_owned(session, user_id, conversation_id)
             if owned is not None:
                 await owned()
             limits = await self.quotas.admit_turn(user_id, own)  # 429 quota_* before writes
 
             async def store() -> int:  # runs with the conversation claimed
-                # Nothing is committed if refused; the user's own limit when an admin set one.
+                # Nothing is written if refused; the user's own limit when an admin set one.
                 await self.admission.admit(user_id, conversation_id, limits["concurrent_turns"])
-                return await conversations.store_user_message(session, conversation_id, content)
+                return await conversations.store_user_message(
+                    session, user_id, conversation_id, content
+                )
 
             with tracer.start_as_current_span("chat.send"):  # ops: the turn's trace starts here
                 try:
