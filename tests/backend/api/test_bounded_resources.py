@@ -75,8 +75,13 @@ async def test_no_connection_is_held_while_json_and_sse_turns_run(
         gate.set()
     answers = await asyncio.gather(*sends)
     assert [a.status_code for a in answers] == [200, 200, 200]
-    assert answers[0].json()["content"] == "answer 0"
     assert all("event: done" in a.text for a in answers[1:])
+    # The model answers in the order its requests arrive, which the three sends do not fix.
+    json_answer = answers[0].json()["content"]
+    streamed = [
+        next(f"answer {i}" for i in range(3) if f"answer {i}" in a.text) for a in answers[1:]
+    ]
+    assert sorted([json_answer, *streamed]) == ["answer 0", "answer 1", "answer 2"]
 
 
 async def test_no_connection_is_held_while_an_upload_body_streams(
