@@ -112,7 +112,7 @@ async def test_one_turn_too_many_is_a_429_that_stores_nothing_and_a_slot_frees_a
         assert refused.headers["retry-after"] == "2"
         assert refused.json()["error"]["details"]["limit"] == 1
         assert await messages(client, chat, second) == []  # nothing written
-        # nor the touch (title, updated_at) that checked the conversation is the caller's
+        # nor is the conversation touched (title, updated_at)
         after = await client.get(f"/api/v1/conversations/{second}", headers=chat.account.headers)
         assert after.json() == untouched.json()
     finally:

@@ -179,7 +179,7 @@ async def test_second_send_during_a_turn_is_409_and_cancel_stores_a_cancelled_an
         touched = (await client.get(url, headers=chat.account.headers)).json()
         second = await send(client, chat, cid, "second")
         assert_error(second, 409, "turn_in_progress")
-        # the refused send's touch is rolled back with it
+        # the refused send did not touch the conversation (title, updated_at)
         assert (await client.get(url, headers=chat.account.headers)).json() == touched
         cancelled = await client.post(
             f"/api/v1/conversations/{cid}/cancel", headers=chat.account.headers
