@@ -66,8 +66,8 @@ async def add(store: Store, scope: Scope, crds: list[dict[str, Any]]) -> None:
 
 
 async def big_catalog(store: Store) -> tuple[GhostSkills, int]:
-    """alice's namespace of note-taking skills, then, written last, one about zeppelins; bob
-    has a zeppelin skill too."""
+    """alice's namespace of note-taking skills, then, written last, one about zeppelins and one
+    whose rare words are in its instructions only; bob has a zeppelin skill too."""
     alice, bob = await store.user("alice"), await store.user("bob")
     scope = Scope(alice, "big")
     fillers = [
@@ -76,7 +76,9 @@ async def big_catalog(store: Store) -> tuple[GhostSkills, int]:
     ]
     await add(store, scope, fillers)
     rare = crd("zeppelin-checklist", "Make a checklist for a zeppelin flight.", "List each step.")
-    await add(store, scope, [rare])
+    # Its rare words are in its instructions only.
+    inside = crd("airship-log", "Keep a log of an airship trip.", "Check the ballonet valve.")
+    await add(store, scope, [rare, inside])
     await add(store, Scope(bob, "big"), [crd("zeppelin-guide", "Fly a zeppelin.", "Steer.")])
     spec = GhostSpec.model_validate({"skillSelector": {}})
     return GhostSkills.from_spec(scope, spec), bob

@@ -7,9 +7,11 @@
    sample (`CountsQuery`, sample.py).
 3. One query fetches the rows matching the request's rarest terms (`RANK_POOL`): all of them
    when they are at most `SCORE_ALL` (every catalog people read), else the engine's best
-   `CANDIDATES` by name, tags, "when to use" and description (PostgreSQL `ts_rank` of at
-   most `RANK_POOL` matches of the weighted `head` tsvector, SQLite `bm25` with column
-   weights). Counts are bounded (`ROWS_CAP`, `DF_CAP`), and so is the work at any catalog
+   `CANDIDATES`: the rows holding a rare term (`RARE_DF`) in any field first, then by name,
+   tags, "when to use" and description (PostgreSQL `ts_rank` of at most `RANK_POOL` matches
+   of the weighted `head` tsvector, SQLite `bm25` with column weights), then rows holding
+   the terms in their body only: what a small catalog finds, a large one finds too. Counts
+   are bounded (`ROWS_CAP`, `DF_CAP`), and so is the work at any catalog
    size. On PostgreSQL the planner is kept to the GIN index for finding matches. A turn may
    send this statement before its counts are confirmed, planned on the counts kept for the
    sample (`Prefetch`): its rows count only if the confirmed counts are the same.
@@ -38,9 +40,19 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.db.models import SYSTEM_USER_ID
 from backend.skills.search import sample
+from backend.skills.search.candidates import (
+    CANDIDATES,
+    PG_FIELD_WEIGHTS,
+    RANK_POOL,
+    RARE_DF,
+    SCORE_ALL,
+    candidates_sql,
+    concat,
+    contains,
+)
 from backend.skills.search.condition import Where, where_sql
 from backend.skills.search.sample import SampleWords
-from backend.skills.search.scoring import FIELD_WEIGHTS, PRESENCE_MARKS, Scorer, term_weights
+from backend.skills.search.scoring import PRESENCE_MARKS, Scorer, term_weights
 from backend.skills.search.selection import SkillSource
 from backend.skills.search.text import QueryTerm, query_terms
 
@@ -48,27 +60,14 @@ if TYPE_CHECKING:
     from backend.skills.search.semantic import SemanticRanker
 
 PUBLIC_NAMESPACE = "public"  # how search results name the namespace of public skills
-CANDIDATES = 100
-SCORE_ALL = 300  # when the candidate terms match at most this many rows, all are scored
 # Statistics are counted up to these caps, so a search does bounded work at any catalog size:
 # beyond ROWS_CAP rows the IDF is that of a ROWS_CAP-row sample, and a term in DF_CAP or more
 # of them is "common". Below the caps (the catalogs people read) every count is exact.
 ROWS_CAP = sample.ROWS_CAP
 DF_CAP = 100
-RANK_POOL = 300  # at most this many matches are ranked by the engine
-_PAIRED = 6  # rows holding two of the pool's first this many terms are ranked first
-# Engine weights for finding candidates, in the same field order.
-# The engine ranks by name, tags, "when to use" and description only (the body is in the
-# matching and the score): on PostgreSQL the body's weight D counts 0.
-_PG_WEIGHTS = "{0.0, 0.4, 0.6, 1.0}"  # D body, C description, B tags and when, A name
-_FTS_WEIGHTS = "10.0, 6.0, 6.0, 4.0, 0.0"
-# The weight of each field's words in PostgreSQL's `document`, in the same field order
-# (migration 0003): tags and "when to use" share B, as they share their field weight.
-_PG_FIELD_WEIGHTS = "ABBCD"
-_PG_LABELS = "".join(sorted(set(_PG_FIELD_WEIGHTS)))
-# How a PostgreSQL candidate's flags (`_pg_presence`) mark each field: one block, each stem's
+# How a PostgreSQL candidate's flags (candidates.py) mark each field: one block, each stem's
 # best weight.
-_PG_MARKS = tuple((0, label) for label in _PG_FIELD_WEIGHTS)
+_PG_MARKS = tuple((0, label) for label in PG_FIELD_WEIGHTS)
 
 
 @dataclass(frozen=True)
@@ -87,24 +86,6 @@ _SQL_SAFE_STEM = re.compile(r"[^\W_]+")  # what may be written into SQL as a lit
 async def _rows(session: AsyncSession, sql: str, where: Where) -> Sequence[Any]:
     connection = await session.connection()
     return (await connection.exec_driver_sql(sql, dict(where.params))).all()
-
-
-def _tsquery(text: str) -> str:
-    return f"to_tsquery('simple'::regconfig, '{text}')"
-
-
-def _pg_query(stems: Sequence[str]) -> str:
-    return _tsquery(" | ".join(f"''{s}''" for s in stems))  # stems are letters and digits only
-
-
-def _contains(dialect: str, stems: Sequence[str]) -> str:
-    if dialect == "postgresql":
-        return f"skill_search.document @@ {_pg_query(stems)}"
-    match = " OR ".join(f'"{s}"' for s in stems)
-    return (
-        "skill_search.kind_id IN (SELECT rowid FROM skill_search_fts "
-        f"WHERE skill_search_fts MATCH '{match}')"
-    )
 
 
 def _bounded_count(where: str, cap: int) -> str:
@@ -141,11 +122,11 @@ def _probes(dialect: str, where: Where, stems: Sequence[str]) -> str:
     if not stems:
         return "''"
     tests = [
-        f"CASE WHEN {_bounded_count(f'({where.sql}) AND {_contains(dialect, [s])}', 1)} > 0 "
+        f"CASE WHEN {_bounded_count(f'({where.sql}) AND {contains(dialect, [s])}', 1)} > 0 "
         "THEN '1' ELSE '0' END"
         for s in stems
     ]
-    return _concat(tests)
+    return concat(tests)
 
 
 @dataclass
@@ -177,7 +158,7 @@ class CountsQuery:
         """Text `<sample_sql>|<probes>`."""
         parts = [sample.sample_sql(self.dialect, self.where.sql, self.known), "'|'"]
         parts.append(_probes(self.dialect, self.where, self.probed))
-        return _concat(parts)
+        return concat(parts)
 
     async def counts(self, session: AsyncSession, value: object) -> Counts:
         read, _, probes = str(value).rpartition("|")
@@ -209,12 +190,6 @@ def _missed(words: SampleWords | None, stems: Sequence[str]) -> list[str]:
 GIN_ONLY = (
     "concat(set_config('enable_seqscan', 'off', true), set_config('enable_indexscan', 'off', true))"
 )
-# Undoes GIN_ONLY for what follows the candidates' statement (the settings' defaults): another
-# search in the transaction samples its selection by an ordered index scan (sample.py), which
-# GIN_ONLY would turn into reading and sorting the whole selection.
-_GIN_DONE = (
-    "concat(set_config('enable_seqscan', 'on', true), set_config('enable_indexscan', 'on', true))"
-)
 
 
 async def _counts(
@@ -228,141 +203,6 @@ async def _counts(
         columns.append(GIN_ONLY)
     (row,) = await _rows(session, f"SELECT {', '.join(columns)}", where)
     return await query.counts(session, row[0])
-
-
-_HEAD_COLUMNS = "{name_terms tag_terms when_terms desc_terms}"
-
-
-def _fts_match(stems: Sequence[str], *, head: bool = False) -> str:
-    terms = " OR ".join(f'"{s}"' for s in stems)
-    return f"{_HEAD_COLUMNS} : ({terms})" if head else terms
-
-
-def _candidate_ids(dialect: str, where: str, stems: Sequence[str], *, ranked: bool) -> str:
-    """Rows matching any of `stems`: all of them, or (`ranked`) the engine's best among those
-    matching in name, tags, "when to use" or description. By `kind_id`; on PostgreSQL by
-    `ctid`, the rows' place, which the statement reading them then visits directly (one
-    statement, one snapshot: the places hold)."""
-    if not ranked:
-        key = "ctid" if dialect == "postgresql" else "kind_id"
-        return (
-            f"SELECT {key} FROM skill_search WHERE ({where}) AND {_contains(dialect, stems)} "
-            f"LIMIT {SCORE_ALL}"
-        )
-    if dialect == "postgresql":
-        return _pg_ranked_ids(where, stems)
-    return (
-        "SELECT skill_search.kind_id FROM skill_search JOIN (SELECT rowid AS rid, "
-        f"bm25(skill_search_fts, {_FTS_WEIGHTS}) AS rank FROM skill_search_fts "
-        f"WHERE skill_search_fts MATCH '{_fts_match(stems, head=True)}') AS found "
-        f"ON found.rid = skill_search.kind_id WHERE {where} "
-        f"ORDER BY found.rank, skill_search.name LIMIT {CANDIDATES}"
-    )
-
-
-def _pg_ranked_ids(where: str, stems: Sequence[str]) -> str:
-    """The best `CANDIDATES` by `ts_rank` among at most `RANK_POOL` rows matching `stems`:
-    first the rows holding two of them or more, then those holding any. GIN finds the matches
-    without reading a row; ranking reads each row's `document`, so its rows are bounded like
-    the counts are: the stems of a large catalog may each be in thousands of rows.
-
-    Matched in `head`, ranked over `document`: `document` is `head` followed by the body at
-    weight D, which `_PG_WEIGHTS` weighs 0, so `ts_rank` gives a row the same value over either
-    (a position at weight 0 adds nothing, and the body's positions come after the head's).
-    `document` is stored in the row, `head` mostly out of line (TOAST): a lookup per row."""
-    lexemes = [f"''{s}''" for s in stems]  # stems are letters and digits only
-    any_of = " | ".join(lexemes)
-    rank = f"ts_rank('{_PG_WEIGHTS}'::float4[], skill_search.document, {_tsquery(any_of)})"
-    pairs = _two_of(lexemes[:_PAIRED])
-    tiers = [pairs, any_of] if pairs else [any_of]
-    # A branch's rank is computed only for the rows it gives; the outer LIMIT stops the `any`
-    # branch as soon as the first gave enough. A row in both counts once.
-    branches = " UNION ALL ".join(
-        f"(SELECT ctid, name, {rank} AS rank FROM skill_search "
-        f"WHERE ({where}) AND skill_search.head @@ {_tsquery(tier)} LIMIT {RANK_POOL})"
-        for tier in tiers
-    )
-    return (
-        f"SELECT ctid FROM (SELECT * FROM ({branches}) AS tiers LIMIT {RANK_POOL}) AS pooled "
-        "GROUP BY ctid, name "
-        f"ORDER BY max(rank) DESC, name LIMIT {CANDIDATES}"
-    )
-
-
-def _two_of(lexemes: Sequence[str]) -> str:
-    """tsquery text matching the rows that hold two of `lexemes` or more ('' for fewer than
-    two lexemes): `a & (b | c) | b & c`, each lexeme with those after it. The same rows as the
-    OR of every pair, in a third fewer operands for GIN to test at each row it meets."""
-    parts = []
-    for i, first in enumerate(lexemes[:-1]):
-        rest = lexemes[i + 1 :]
-        later = rest[0] if len(rest) == 1 else f"({' | '.join(rest)})"
-        parts.append(f"({first} & {later})")
-    return " | ".join(parts)
-
-
-def _candidates_sql(
-    dialect: str, where: Where, stems: Sequence[str], scored: Sequence[str], *, ranked: bool
-) -> str:
-    """The statement reading the rows `_candidate_ids` chooses, each with `_presence(scored)`."""
-    # The term fields are tested only for the rows chosen: the database would otherwise test
-    # every matching row before sorting. Their order does not matter, scores order the hits.
-    ids = _candidate_ids(dialect, where.sql, stems, ranked=ranked)
-    columns = "kind_id, user_id, namespace, name, description"
-    if dialect == "postgresql":
-        flags = _pg_presence(scored)
-        return (
-            f"SELECT {columns}, {flags} AS flags FROM skill_search AS c "
-            f"WHERE c.ctid = ANY(ARRAY({ids})) AND (SELECT {_GIN_DONE}) IS NOT NULL"
-        )
-    padded = ", ".join(
-        f"' ' || {column} || ' ' AS f{i}" for i, (column, _) in enumerate(FIELD_WEIGHTS)
-    )
-    return (
-        f"SELECT {columns}, {_presence(scored)} AS flags "
-        f"FROM (SELECT {columns}, {padded} FROM skill_search WHERE kind_id IN ({ids})) AS c"
-    )
-
-
-def _presence(stems: Sequence[str]) -> str:
-    """SQLite: whether each term field holds each stem, field by field, as one string of `0`
-    and `1`: what scoring needs, computed where the rows are. Fetching the fields instead
-    moved kilobytes of body terms per candidate to Python to test a handful of words; one
-    column per flag cost more to describe and convert than the scoring. Stems are letters
-    and digits. Written short: the driver scans the statement's text for placeholders on
-    every search."""
-    tests = [f"(instr(c.f{i},' {stem} ')>0)" for i in range(len(FIELD_WEIGHTS)) for stem in stems]
-    return _concat(tests)  # a comparison is 0 or 1
-
-
-def _pg_presence(stems: Sequence[str]) -> str:
-    """PostgreSQL: for each of `stems` in order, the best weight of the row's `document` holding
-    it (`A` to `D`; `_PG_FIELD_WEIGHTS` says the fields of each), or `0`: lookups in the
-    tsvector the row holds, where testing the term texts read each candidate's body terms out
-    of line (TOAST). A stem the row lacks is one test, not one per weight. The best weight is
-    all a score needs: field weights fall from A to D (`FIELD_WEIGHTS`), and a term is credited
-    by the best field holding it. The scorer reads these as they are (`_PG_MARKS`): a stem
-    whose best weight is A credits the name's weight, not the lower ones of B to D."""
-    tests = []
-    for stem in stems:
-        found = " ".join(
-            f"WHEN c.document@@'''{stem}'':{label}'::tsquery THEN '{label}'"
-            for label in _PG_LABELS[:-1]
-        )
-        tests.append(
-            f"CASE WHEN NOT c.document@@'''{stem}'''::tsquery THEN '0' {found} "
-            f"ELSE '{_PG_LABELS[-1]}' END"
-        )
-    return _concat(tests)
-
-
-def _concat(parts: Sequence[str]) -> str:
-    """`parts` joined with `||` as a balanced tree: a long request stays far below SQLite's
-    expression depth limit."""
-    if len(parts) == 1:
-        return parts[0]
-    half = len(parts) // 2
-    return f"({_concat(parts[:half])} || {_concat(parts[half:])})"
 
 
 def _pool(present: Sequence[str], df: Mapping[str, int]) -> list[str]:
@@ -388,9 +228,12 @@ class _Plan:
     present: list[str]  # the request's stems some row holds: scored
     pool: list[str]  # the stems candidates come from
     ranked: bool  # the engine ranks the pool's matches (else all are scored)
+    rare: list[str]  # when ranked: the pool's rare stems, whose rows enter first
 
     def sql(self, dialect: str, where: Where) -> str:
-        return _candidates_sql(dialect, where, self.pool, self.present, ranked=self.ranked)
+        return candidates_sql(
+            dialect, where, self.pool, self.rare, self.present, ranked=self.ranked
+        )
 
 
 def _plan(terms: list[QueryTerm], stems: Sequence[str], counts: Counts) -> _Plan | None:
@@ -400,13 +243,13 @@ def _plan(terms: list[QueryTerm], stems: Sequence[str], counts: Counts) -> _Plan
     if not present:
         return None
     if n <= SCORE_ALL:  # few enough to score every skill that matches a term
-        pool, ranked = present, False
-    else:
-        pool = _pool(present, df)
-        # From a sample of a larger catalog, the counts say how rare a term is, not how many
-        # rows hold it: the engine ranks.
-        ranked = n >= ROWS_CAP or sum(df[s] for s in pool) > CANDIDATES
-    return _Plan(terms, present, pool, ranked)
+        return _Plan(terms, present, present, False, [])
+    pool = _pool(present, df)
+    # From a sample of a larger catalog, the counts say how rare a term is, not how many rows
+    # hold it: the engine ranks.
+    ranked = n >= ROWS_CAP or sum(df[s] for s in pool) > CANDIDATES
+    rare = [s for s in pool if df[s] <= RARE_DF] if ranked else []
+    return _Plan(terms, present, pool, ranked, rare)
 
 
 @dataclass(frozen=True)

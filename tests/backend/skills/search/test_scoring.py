@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import random
 
-from backend.skills.search import engine
+from backend.skills.search import candidates, engine
 from backend.skills.search.scoring import FIELD_WEIGHTS, Scorer, term_weights
 from backend.skills.search.text import query_terms
 
@@ -18,7 +18,7 @@ def _flags(holds: list[set[int]]) -> tuple[str, str]:
     presence = "".join(
         "1" if field in fields else "0" for field in range(len(FIELD_WEIGHTS)) for fields in holds
     )
-    weights = engine._PG_FIELD_WEIGHTS
+    weights = candidates.PG_FIELD_WEIGHTS
     best = "".join(min((weights[f] for f in fields), default="0") for fields in holds)
     return presence, best
 
