@@ -75,12 +75,13 @@ def _fts_body_only(stems: Sequence[str]) -> str:
     return f"body_terms : ({_fts_any(stems)}) NOT {_fts_head(stems)}"
 
 
-def _fts_ids(match: str, where: str, tier: int, limit: int) -> str:
-    """SQLite: at most `limit` rows of `where` matching `match`, by name, at rank 0."""
+def _fts_ids(match: str, where: str, tier: int, limit: int, *, when: str = "1") -> str:
+    """SQLite: at most `limit` rows of `where` matching `match`, by name, at rank 0; none unless
+    `when` (a constant: SQLite tests it before running the MATCH)."""
     return (
         f"SELECT * FROM (SELECT kind_id, {tier} AS tier, 0.0 AS rank, name FROM skill_search "
-        f"WHERE kind_id IN (SELECT rowid FROM skill_search_fts WHERE skill_search_fts MATCH "
-        f"'{match}') AND ({where}) ORDER BY name LIMIT {limit})"
+        f"WHERE {when} AND kind_id IN (SELECT rowid FROM skill_search_fts "
+        f"WHERE skill_search_fts MATCH '{match}') AND ({where}) ORDER BY name LIMIT {limit})"
     )
 
 
@@ -102,17 +103,24 @@ def _candidate_ids(
         )
     if dialect == "postgresql":
         return _pg_ranked_ids(where, stems, rare)
-    # bm25 is negative for a match in the fields it weighs: body-only rows (0) come last.
-    branches = [_fts_ids(_fts_any(rare), where, 0, RARE_ROWS)] if rare else []
-    branches.append(
+    # bm25 is negative for a match in the fields it weighs: body-only rows (0) come last. The
+    # ranked rows are ordered and cut on their own, as a statement of their own would be: in a
+    # union SQLite would test the MATCH row by row of the selection.
+    ranked_rows = (
         "SELECT skill_search.kind_id AS kind_id, 1 AS tier, found.rank AS rank, "
         "skill_search.name AS name FROM skill_search JOIN (SELECT rowid AS rid, "
         f"bm25(skill_search_fts, {_FTS_WEIGHTS}) AS rank FROM skill_search_fts "
         f"WHERE skill_search_fts MATCH '{_fts_head(stems)}') AS found "
-        f"ON found.rid = skill_search.kind_id WHERE {where}"
+        f"ON found.rid = skill_search.kind_id WHERE {where} "
+        f"ORDER BY found.rank, skill_search.name LIMIT {CANDIDATES}"
     )
-    branches.append(_fts_ids(_fts_body_only(stems), where, 1, CANDIDATES))
+    branches = [_fts_ids(_fts_any(rare), where, 0, RARE_ROWS)] if rare else []
+    branches.append("SELECT * FROM ranked")
+    # Body-only rows are read only when the ranked ones leave room for them.
+    room = f"(SELECT count(*) FROM ranked) < {CANDIDATES}"
+    branches.append(_fts_ids(_fts_body_only(stems), where, 1, CANDIDATES, when=room))
     return (
+        f"WITH ranked AS MATERIALIZED ({ranked_rows}) "
         f"SELECT kind_id FROM ({' UNION ALL '.join(branches)}) GROUP BY kind_id "
         f"ORDER BY min(tier), min(rank), min(name) LIMIT {CANDIDATES}"
     )
