@@ -85,6 +85,12 @@ def _fts_ids(match: str, where: str, tier: int, limit: int, *, when: str = "1") 
     )
 
 
+def _candidates(rare: Sequence[str]) -> int:
+    """How many candidates are scored: the rare rows come on top of `CANDIDATES` ranked ones,
+    so they take no place of the engine's best."""
+    return CANDIDATES + (RARE_ROWS if rare else 0)
+
+
 def _candidate_ids(
     dialect: str, where: str, stems: Sequence[str], rare: Sequence[str], *, ranked: bool
 ) -> str:
@@ -122,7 +128,7 @@ def _candidate_ids(
     return (
         f"WITH ranked AS MATERIALIZED ({ranked_rows}) "
         f"SELECT kind_id FROM ({' UNION ALL '.join(branches)}) GROUP BY kind_id "
-        f"ORDER BY min(tier), min(rank), min(name) LIMIT {CANDIDATES}"
+        f"ORDER BY min(tier), min(rank), min(name) LIMIT {_candidates(rare)}"
     )
 
 
@@ -168,7 +174,7 @@ def _pg_ranked_ids(where: str, stems: Sequence[str], rare: Sequence[str]) -> str
     return (
         f"SELECT ctid FROM (SELECT * FROM ({branches}) AS tiers LIMIT {RANK_POOL}) AS pooled "
         "GROUP BY ctid, name "
-        f"ORDER BY min(tier), max(rank) DESC, name LIMIT {CANDIDATES}"
+        f"ORDER BY min(tier), max(rank) DESC, name LIMIT {_candidates(rare)}"
     )
 
 
