@@ -133,8 +133,9 @@ def _candidate_ids(
 
 
 def _pg_ranked_ids(where: str, stems: Sequence[str], rare: Sequence[str]) -> str:
-    """The best `CANDIDATES` among at most `RANK_POOL` rows matching `stems`: first at most
-    `RARE_ROWS` rows holding one of the `rare` stems in any field, then by `ts_rank` the rows
+    """The best `CANDIDATES` among at most `RANK_POOL` rows matching `stems` (and the rare
+    rows on top): first at most `RARE_ROWS` rows holding one of the `rare` stems in any
+    field, then by `ts_rank` the rows
     holding two of `stems` or more in `head`, those holding any there, and those holding any
     in their body only (rank 0: after every other). GIN finds the matches without reading a
     row; ranking reads each row's `document`, so its rows are bounded like the counts are: the
