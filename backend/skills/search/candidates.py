@@ -29,7 +29,6 @@ _FTS_WEIGHTS = "10.0, 6.0, 6.0, 4.0, 0.0"
 # (migration 0003): tags and "when to use" share B, as they share their field weight.
 PG_FIELD_WEIGHTS = "ABBCD"
 _PG_LABELS = "".join(sorted(set(PG_FIELD_WEIGHTS)))
-_PG_HEAD_LABELS = "".join(sorted(set(PG_FIELD_WEIGHTS[:-1])))  # all but the body's: `head`
 
 
 def _tsquery(text: str) -> str:
@@ -70,21 +69,6 @@ def _fts_head(stems: Sequence[str]) -> str:
     return f"{_HEAD_COLUMNS} : ({_fts_any(stems)})"
 
 
-def _fts_body_only(stems: Sequence[str]) -> str:
-    """FTS5 query: rows holding any of `stems` in their body and none of them elsewhere."""
-    return f"body_terms : ({_fts_any(stems)}) NOT {_fts_head(stems)}"
-
-
-def _fts_ids(match: str, where: str, tier: int, limit: int, *, when: str = "1") -> str:
-    """SQLite: at most `limit` rows of `where` matching `match`, by name, at rank 0; none unless
-    `when` (a constant: SQLite tests it before running the MATCH)."""
-    return (
-        f"SELECT * FROM (SELECT kind_id, {tier} AS tier, 0.0 AS rank, name FROM skill_search "
-        f"WHERE {when} AND kind_id IN (SELECT rowid FROM skill_search_fts "
-        f"WHERE skill_search_fts MATCH '{match}') AND ({where}) ORDER BY name LIMIT {limit})"
-    )
-
-
 def _candidates(rare: Sequence[str]) -> int:
     """How many candidates are scored: the rare rows come on top of `CANDIDATES` ranked ones,
     so they take no place of the engine's best."""
@@ -94,13 +78,12 @@ def _candidates(rare: Sequence[str]) -> int:
 def _candidate_ids(
     dialect: str, where: str, stems: Sequence[str], rare: Sequence[str], *, ranked: bool
 ) -> str:
-    """Rows matching any of `stems`: all of them, or (`ranked`) the engine's best: first the
-    rows holding one of the `rare` stems in any field, then by the engine's rank those holding
-    any in name, tags, "when to use" or description, then (rank 0, by name) those holding any
-    in their body only. A rare word finds its skill at any catalog size, beside any number of
-    rows holding a common one, and so does a word of the instructions when nothing ranks
-    above it. By `kind_id`; on PostgreSQL by `ctid`, the rows' place, which the statement
-    reading them then visits directly (one statement, one snapshot: the places hold)."""
+    """Rows matching any of `stems`: all of them, or (`ranked`) the engine's best: the rows
+    holding one of the `rare` stems in any field, then by the engine's rank those holding any
+    in name, tags, "when to use" or description. A rare word finds its skill at any catalog
+    size, in its instructions too, beside any number of rows holding a common word. By
+    `kind_id`; on PostgreSQL by `ctid`, the rows' place, which the statement reading them then
+    visits directly (one statement, one snapshot: the places hold)."""
     if not ranked:
         key = "ctid" if dialect == "postgresql" else "kind_id"
         return (
@@ -109,38 +92,33 @@ def _candidate_ids(
         )
     if dialect == "postgresql":
         return _pg_ranked_ids(where, stems, rare)
-    # bm25 is negative for a match in the fields it weighs: body-only rows (0) come last. The
-    # ranked rows are ordered and cut on their own, as a statement of their own would be: in a
-    # union SQLite would test the MATCH row by row of the selection.
-    ranked_rows = (
-        "SELECT skill_search.kind_id AS kind_id, 1 AS tier, found.rank AS rank, "
-        "skill_search.name AS name FROM skill_search JOIN (SELECT rowid AS rid, "
+    best = (
+        "SELECT skill_search.kind_id AS kind_id FROM skill_search JOIN (SELECT rowid AS rid, "
         f"bm25(skill_search_fts, {_FTS_WEIGHTS}) AS rank FROM skill_search_fts "
         f"WHERE skill_search_fts MATCH '{_fts_head(stems)}') AS found "
         f"ON found.rid = skill_search.kind_id WHERE {where} "
         f"ORDER BY found.rank, skill_search.name LIMIT {CANDIDATES}"
     )
-    branches = [_fts_ids(_fts_any(rare), where, 0, RARE_ROWS)] if rare else []
-    branches.append("SELECT * FROM ranked")
-    # Body-only rows are read only when the ranked ones leave room for them.
-    room = f"(SELECT count(*) FROM ranked) < {CANDIDATES}"
-    branches.append(_fts_ids(_fts_body_only(stems), where, 1, CANDIDATES, when=room))
-    return (
-        f"WITH ranked AS MATERIALIZED ({ranked_rows}) "
-        f"SELECT kind_id FROM ({' UNION ALL '.join(branches)}) GROUP BY kind_id "
-        f"ORDER BY min(tier), min(rank), min(name) LIMIT {_candidates(rare)}"
+    if not rare:
+        return best
+    # Each part ordered and cut on its own, as a statement of its own: in a union SQLite would
+    # test the ranked part's MATCH row by row of the selection. A row in both counts once.
+    rare_rows = (
+        "SELECT kind_id FROM skill_search WHERE kind_id IN (SELECT rowid FROM skill_search_fts "
+        f"WHERE skill_search_fts MATCH '{_fts_any(rare)}') AND ({where}) "
+        f"ORDER BY name LIMIT {RARE_ROWS}"
     )
+    return f"SELECT * FROM ({rare_rows}) UNION SELECT * FROM ({best})"
 
 
 def _pg_ranked_ids(where: str, stems: Sequence[str], rare: Sequence[str]) -> str:
     """The best `CANDIDATES` among at most `RANK_POOL` rows matching `stems` (and the rare
     rows on top): first at most `RARE_ROWS` rows holding one of the `rare` stems in any
-    field, then by `ts_rank` the rows
-    holding two of `stems` or more in `head`, those holding any there, and those holding any
-    in their body only (rank 0: after every other). GIN finds the matches without reading a
-    row; ranking reads each row's `document`, so its rows are bounded like the counts are: the
-    stems of a large catalog may each be in thousands of rows. A branch runs only when those
-    before it gave fewer than `RANK_POOL` rows.
+    field, then by `ts_rank` the rows holding two of `stems` or more in `head`, then those
+    holding any there. GIN finds the matches without reading a row; ranking reads each row's
+    `document`, so its rows are bounded like the counts are: the stems of a large catalog may
+    each be in thousands of rows. A branch runs only when those before it gave fewer than
+    `RANK_POOL` rows.
 
     Matched in `head`, ranked over `document`: `document` is `head` followed by the body at
     weight D, which `_PG_WEIGHTS` weighs 0, so `ts_rank` gives a row the same value over either
@@ -150,9 +128,6 @@ def _pg_ranked_ids(where: str, stems: Sequence[str], rare: Sequence[str]) -> str
     any_of = " | ".join(lexemes)
     rank = f"ts_rank('{_PG_WEIGHTS}'::float4[], skill_search.document, {_tsquery(any_of)})"
     pairs = _two_of(lexemes[:_PAIRED])
-    # `head @@ q` is `document @@ q` at head's weights: the body-only test reads no `head`
-    # (mostly out of line), only the `document` in the row.
-    in_head = " | ".join(f"{lexeme}:{_PG_HEAD_LABELS}" for lexeme in lexemes)
     tiers: list[tuple[int, str, int]] = []  # (order, condition, rows)
     if rare:
         rare_of = " | ".join(f"''{s}''" for s in rare)
@@ -160,11 +135,6 @@ def _pg_ranked_ids(where: str, stems: Sequence[str], rare: Sequence[str]) -> str
     if pairs:
         tiers.append((1, f"skill_search.head @@ {_tsquery(pairs)}", RANK_POOL))
     tiers.append((1, f"skill_search.head @@ {_tsquery(any_of)}", RANK_POOL))
-    body_only = (
-        f"skill_search.document @@ {_tsquery(any_of)} "
-        f"AND NOT skill_search.document @@ {_tsquery(in_head)}"
-    )
-    tiers.append((1, body_only, RANK_POOL))
     # A branch's rank is computed only for the rows it gives; the outer LIMIT stops a branch
     # as soon as those before it gave enough. A row in two branches counts once, in the first.
     branches = " UNION ALL ".join(

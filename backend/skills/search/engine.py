@@ -7,14 +7,14 @@
    sample (`CountsQuery`, sample.py).
 3. One query fetches the rows matching the request's rarest terms (`RANK_POOL`): all of them
    when they are at most `SCORE_ALL` (every catalog people read), else the engine's best
-   `CANDIDATES`: the rows holding a rare term (`RARE_DF`) in any field first, then by name,
-   tags, "when to use" and description (PostgreSQL `ts_rank` of at most `RANK_POOL` matches
-   of the weighted `head` tsvector, SQLite `bm25` with column weights), then rows holding
-   the terms in their body only: what a small catalog finds, a large one finds too. Counts
-   are bounded (`ROWS_CAP`, `DF_CAP`), and so is the work at any catalog
-   size. On PostgreSQL the planner is kept to the GIN index for finding matches. A turn may
-   send this statement before its counts are confirmed, planned on the counts kept for the
-   sample (`Prefetch`): its rows count only if the confirmed counts are the same.
+   `CANDIDATES` by name, tags, "when to use" and description (PostgreSQL `ts_rank` of at
+   most `RANK_POOL` matches of the weighted `head` tsvector, SQLite `bm25` with column
+   weights), and on top of them the rows holding a rare term (`RARE_DF`) in any field, its
+   body too: a large catalog finds a rare word as a small one does. Counts are bounded
+   (`ROWS_CAP`, `DF_CAP`), and so is the work at any catalog size. On PostgreSQL the planner
+   is kept to the GIN index for finding matches. A turn may send this statement before its
+   counts are confirmed, planned on the counts kept for the sample (`Prefetch`): its rows
+   count only if the confirmed counts are the same.
 4. Each candidate's matched mass M sums, over the request's terms, the term's IDF times the
    weight of the best field holding it (`FIELD_WEIGHTS`; an expansion at `EXPANSION_WEIGHT` of
    that). Its score is the geometric mean of two shares in [0, 1]: coverage, M over the IDF of
