@@ -26,8 +26,8 @@ async def test_a_rare_word_is_found_beside_a_word_hundreds_of_skills_hold(store:
 
 
 async def test_a_skill_whose_rare_words_are_in_its_instructions_only_is_found(store: Store) -> None:
-    """Matches only in the body count as in a small catalog: a large one ranks the rows matching
-    in name, tags, "when to use" or description first, then takes those matching in the body."""
+    """A rare word counts in the body as in a small catalog, though the engine ranks name, tags,
+    "when to use" and description only: the rows holding it come on top of the ranked ones."""
     source, _ = await big_catalog(store)
     async with store.sessionmaker() as session:
         alone = await search(session, source, "the ballonet valve", limit=5, threshold=0)
