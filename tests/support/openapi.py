@@ -66,6 +66,8 @@ _INCLUSION_IGNORED = frozenset({"dependency_overrides_provider", "included_route
 
 
 def inclusion_key(include: Any) -> str:
+    """What of an inclusion (a router included with a prefix, dependencies, ...) a route's
+    documentation and its effective route (tests/support/routes.py) derive from."""
     own = [
         (f.name, getattr(include, f.name))
         for f in dataclasses.fields(include)
