@@ -42,10 +42,9 @@ def _pg_query(stems: Sequence[str]) -> str:
 def contains(dialect: str, stems: Sequence[str]) -> str:
     if dialect == "postgresql":
         return f"skill_search.document @@ {_pg_query(stems)}"
-    match = " OR ".join(f'"{s}"' for s in stems)
     return (
         "skill_search.kind_id IN (SELECT rowid FROM skill_search_fts "
-        f"WHERE skill_search_fts MATCH '{match}')"
+        f"WHERE skill_search_fts MATCH '{_fts_any(stems)}')"
     )
 
 
