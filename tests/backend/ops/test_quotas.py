@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator
+from types import SimpleNamespace
 from typing import Any
 
 import httpx
@@ -15,6 +16,7 @@ from fastapi import FastAPI
 from backend.app import create_app
 from backend.chat.transport import RedisKeys
 from backend.config import Settings
+from backend.ops import quotas
 from backend.ops.quotas import QuotaExceeded
 from tests.support import zips
 from tests.support.accounts import Account
@@ -211,8 +213,12 @@ async def _account(app: FastAPI, name: str) -> Account:
 
 
 async def test_two_gateways_share_one_turns_per_minute_quota_and_other_users_go_on(
-    gateways: tuple[FastAPI, FastAPI], clean_redis: aioredis.Redis
+    gateways: tuple[FastAPI, FastAPI], clean_redis: aioredis.Redis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # The counters are fixed one-minute windows: the sends must fall in one. The clock of both
+    # gateways (one process) stands mid-minute, as a minute's boundary could fall between them.
+    frozen = time.time() // 60 * 60 + 30
+    monkeypatch.setattr(quotas, "time", SimpleNamespace(time=lambda: frozen))
     first, second = gateways
     alice, bob = await _account(first, "alice"), await _account(first, "bob")
     chats = [await _conversation(first, alice) for _ in range(3)]
