@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from fastapi import Request
 from python_multipart.multipart import parse_options_header
 
-from backend.api.upload import FILE_FIELD, MultipartFile
+from backend.api.upload import FILE_FIELD, Chunks, MultipartFile
 from backend.errors import PayloadTooLarge
 
 
@@ -37,15 +37,15 @@ def too_large(limit: int) -> PayloadTooLarge:
 async def read_file(request: Request, limit: int, name: str | None) -> UploadedFile:
     content_type, options = parse_options_header(request.headers.get("content-type", ""))
     if content_type != b"multipart/form-data":
-        raw = bytearray()
+        raw = Chunks()
         async for chunk in request.stream():
-            raw.extend(chunk)
-            _check(len(raw), limit)
-        return UploadedFile(name, bytes(raw))
+            raw.add(chunk)
+            _check(raw.size, limit)
+        return UploadedFile(name, raw.join())
     part = MultipartFile(options.get(b"boundary", b""), lambda size: _check(size, limit))
     async for chunk in request.stream():
         part.write(chunk)
-    return UploadedFile(name or part.filename, part.file())
+    return UploadedFile(name or part.filename, part.file().data)
 
 
 FILE_BODY_OPENAPI = {

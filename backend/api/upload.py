@@ -7,7 +7,9 @@ cap is crossed, without reading the rest.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from fastapi import Request
 from python_multipart.multipart import MultipartParser, parse_options_header
@@ -22,13 +24,45 @@ MULTIPART_OVERHEAD = 64 * 1024
 RAW_TYPES = {b"application/zip", b"application/octet-stream", b"application/x-zip-compressed"}
 
 
+class Chunks:
+    """A body's bytes as they arrive, joined once at the end, and their SHA-256 taken as they
+    arrive. Growing one buffer and copying it out made two fresh buffers of the body's size: on
+    a 10 MiB upload their first touch (page faults) and copies cost about as much as parsing the
+    multipart body. Hashing each chunk between the network's reads takes the digest off the
+    path after the last byte (about 7 ms for 10 MiB here)."""
+
+    def __init__(self) -> None:
+        self._parts: list[bytes] = []
+        self._hash = hashlib.sha256()
+        self.size = 0
+
+    def add(self, chunk: bytes) -> None:
+        self._parts.append(chunk)
+        self._hash.update(chunk)
+        self.size += len(chunk)
+
+    def join(self) -> bytes:
+        return b"".join(self._parts)
+
+    def received(self) -> Received:
+        return Received(self.join(), self._hash.hexdigest())
+
+
+@dataclass(frozen=True)
+class Received:
+    """Uploaded bytes and their SHA-256, computed by this process as they arrived."""
+
+    data: bytes
+    sha256: str
+
+
 class MultipartFile:
     """Collects the bytes (and filename) of the part named `file` as they arrive; `check` gets
     the running size and raises when it is too large. Shared by every upload reader."""
 
     def __init__(self, boundary: bytes, check: Callable[[int], None]) -> None:
         self.check = check
-        self.data = bytearray()
+        self.data = Chunks()
         self.found = False
         self.filename: str | None = None
         self._in_file = False
@@ -58,10 +92,10 @@ class MultipartFile:
                 f"malformed multipart body: {exc}", code="malformed_multipart"
             ) from exc
 
-    def file(self) -> bytes:
+    def file(self) -> Received:
         if not self.found:
             raise InvalidRequest(f"multipart field '{FILE_FIELD}' is missing", code="file_missing")
-        return bytes(self.data)
+        return self.data.received()
 
     def _part_begin(self) -> None:
         self._in_file = False
@@ -83,14 +117,14 @@ class MultipartFile:
 
     def _part_data(self, data: bytes, start: int, end: int) -> None:
         if self._in_file:
-            self.data.extend(data[start:end])
-            self.check(len(self.data))
+            self.data.add(data[start:end])
+            self.check(self.data.size)
 
 
-async def read_archive(request: Request, limits: ArchiveLimits) -> bytes:
-    """The archive's bytes; 413 `archive_too_large` (the package reader's own check) as soon as
-    the body is known to be over the cap. The body may exceed the archive by the multipart
-    overhead, so `received - overhead` is a lower bound of the archive's size."""
+async def read_archive(request: Request, limits: ArchiveLimits) -> Received:
+    """The archive's bytes and digest; 413 `archive_too_large` (the package reader's own
+    check) as soon as the body is known to be over the cap. The body may exceed the archive by
+    the multipart overhead, so `received - overhead` is a lower bound of the archive's size."""
     content_type, options = parse_options_header(request.headers.get("content-type", ""))
     multipart = content_type == b"multipart/form-data"
     if not multipart and content_type not in RAW_TYPES:
@@ -111,18 +145,18 @@ async def read_archive(request: Request, limits: ArchiveLimits) -> bytes:
         if multipart
         else None
     )
-    raw = bytearray()
+    raw = Chunks()
     async for chunk in request.stream():
         received += len(chunk)
         check_archive_size(received - overhead, limits)
         if collector is not None:
             collector.write(chunk)
         else:
-            raw.extend(chunk)
-    data = bytes(raw) if collector is None else collector.file()
-    if not data:
+            raw.add(chunk)
+    archive = raw.received() if collector is None else collector.file()
+    if not archive.data:
         raise InvalidRequest("the archive is empty", code="not_a_zip")
-    return data
+    return archive
 
 
 # OpenAPI description of the request body (the body is parsed by hand to enforce the cap).

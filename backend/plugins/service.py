@@ -285,9 +285,10 @@ async def _write_skill(
         created_by=actor,
         source={"type": "plugin", "plugin": draft.name, "path": skill.path},
         retain=settings.skill_versions_retain,
-        pinned=await pinned_versions(session, scope, skill.name),
+        pinned=lambda: pinned_versions(session, scope, skill.name),
+        first=result == "created",
     )
-    await index_skill(session, row)
+    await index_skill(session, row, new=result == "created")
     return result
 
 

@@ -137,6 +137,9 @@ def read_package_file(data: bytes, path: str, *, limits: ArchiveLimits = DEFAULT
 
 
 def check_archive_size(size: int, limits: ArchiveLimits) -> None:
-    """413 `archive_too_large`; the upload route calls it while the body streams in."""
+    """413 `archive_too_large`; the upload route calls it while the body streams in (per
+    chunk: the size alone is tested before the error translation is set up)."""
+    if size <= limits.max_archive_bytes:
+        return
     with translated():
         _check_archive_size(size, limits)

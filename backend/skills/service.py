@@ -75,8 +75,15 @@ def how_to_replace(scope: Scope, name: str) -> str:
 
 
 async def _read(
-    data: bytes, settings: Settings, scope: Scope, *, strict: bool, verify: bool = True
+    data: bytes,
+    settings: Settings,
+    scope: Scope,
+    *,
+    strict: bool,
+    verify: bool = True,
+    sha256: str | None = None,
 ) -> SkillPackage:
+    """`sha256`: the digest this process took as the bytes arrived (`api.upload.Received`)."""
     public = scope == PUBLIC_SCOPE
     package = await asyncio.to_thread(
         read_package,
@@ -85,6 +92,7 @@ async def _read(
         public=public,
         strict=strict,
         verify=verify,
+        sha256=sha256,
     )
     if not public:  # a user's MCP servers stay within the egress policy (backend.egress)
         urls = {n: s.url for n, s in package.spec.mcp_servers.items() if s.url is not None}
@@ -104,9 +112,14 @@ async def _record(
     data: bytes | None,
     actor: int | None,
     source: dict[str, Any],
+    first: bool = False,
 ) -> int:
+    """Record the row's package as its next version (`first`: the row is new)."""
     status = row.json["status"]
-    pinned = await pinned_versions(session, Scope(row.user_id, row.namespace), row.name)
+
+    async def pinned() -> set[int]:
+        return await pinned_versions(session, Scope(row.user_id, row.namespace), row.name)
+
     return await versions.record(
         session,
         row.id,
@@ -118,6 +131,7 @@ async def _record(
         source=source,
         retain=settings.skill_versions_retain,
         pinned=pinned,
+        first=first,
     )
 
 
@@ -132,9 +146,11 @@ async def create(
     source: dict[str, Any] = UPLOAD,
     source_in_status: bool = False,
     dry_run: bool = False,
+    sha256: str | None = None,
 ) -> dict[str, Any]:
-    """The stored CRD; with `dry_run` every check and write runs, then rolls back."""
-    package = await _read(data, settings, scope, strict=strict)
+    """The stored CRD; with `dry_run` every check and write runs, then rolls back. `sha256`:
+    the digest of `data`, when this process took it as the bytes arrived."""
+    package = await _read(data, settings, scope, strict=strict, sha256=sha256)
     await check_stored(session, settings, scope.user_id, {"skills": 1, "skill_bytes": len(data)})
     crd = _crd(package, scope, labels={}, enabled=True)
     if source_in_status:  # e.g. installed from a conversation's artifact
@@ -144,8 +160,8 @@ async def create(
     except Conflict as exc:
         exc.message += f"; {how_to_replace(scope, package.name)}"
         raise
-    await _record(session, settings, row, data=data, actor=actor, source=source)
-    await index_skill(session, row)
+    await _record(session, settings, row, data=data, actor=actor, source=source, first=True)
+    await index_skill(session, row, new=True)
     return await _finish(session, row, dry_run=dry_run)
 
 
@@ -171,11 +187,13 @@ async def replace(
     actor: int | None = None,
     source: dict[str, Any] = UPLOAD,
     dry_run: bool = False,
+    sha256: str | None = None,
 ) -> dict[str, Any]:
+    """The replaced CRD, as `create` says."""
     row = await store.get(session, SKILL_KIND, scope, name)
     store.check_version(row, expected_version)
     _not_plugin_owned(name)
-    package = await _read(data, settings, scope, strict=strict)
+    package = await _read(data, settings, scope, strict=strict, sha256=sha256)
     if package.name != name:
         raise InvalidRequest(
             f"the package is named {package.name!r}; PUT replaces {name!r} only",

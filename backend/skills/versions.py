@@ -7,7 +7,7 @@ blob goes only when no version refers to it any more.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -71,19 +71,23 @@ async def record(
     created_by: int | None,
     source: dict[str, Any],
     retain: int,
-    pinned: Collection[int],
+    pinned: Callable[[], Awaitable[Collection[int]]],
+    first: bool = False,
 ) -> int:
     """Add the next version of skill `kind_id`: its CRD as stored and package `sha256`.
 
     `data` may be None when the bytes are already stored (a rollback). Older versions beyond
     `retain` are pruned, except the `pinned` numbers (those some Ghost pins:
-    `backend.ghosts.pins.pinned_versions`). Returns the new version number.
+    `backend.ghosts.pins.pinned_versions`), asked for only then. `first`: the skill's row was
+    inserted in this transaction, so this is version 1. Returns the new version number.
     """
     if data is not None and not await _has_blob(session, sha256):
         await _store_blob(session, sha256, data)
-    last = await session.scalar(
-        select(func.max(SkillVersion.number)).where(SkillVersion.kind_id == kind_id)
-    )
+    last = None
+    if not first:
+        last = await session.scalar(
+            select(func.max(SkillVersion.number)).where(SkillVersion.kind_id == kind_id)
+        )
     number = (last or 0) + 1
     # A Core INSERT: the ORM unit of work would keep (and re-inspect) the CRD object.
     await session.execute(
@@ -98,7 +102,10 @@ async def record(
             source=source,
         )
     )
-    await prune(session, kind_id, retain=retain, pinned=pinned)
+    # Versions are numbered from 1, so a skill has at most `number` of them: none to prune
+    # until `number` passes `retain` (a new skill's upload skips both reads).
+    if number > retain:
+        await prune(session, kind_id, retain=retain, pinned=await pinned())
     return number
 
 

@@ -118,7 +118,7 @@ def _register(router: APIRouter, read_scope: ScopeDep, write_scope: ScopeDep, *,
         """A plugin folder or a marketplace (`.claude-plugin/marketplace.json`) as a ZIP.
 
         A plugin that exists is updated in place: 201 when a plugin was created, else 200."""
-        data = await read_archive(request, ArchiveLimits.from_settings(settings))
+        data = (await read_archive(request, ArchiveLimits.from_settings(settings))).data
         fetcher = getattr(request.app.state, "plugin_fetcher", None)
         async with slots.hold(user.id, wait_s=settings.import_timeout_seconds):  # body read
             created, answer = await service.import_archive(

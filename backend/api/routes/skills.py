@@ -134,9 +134,16 @@ def _register(router: APIRouter, read_scope: ScopeDep, write_scope: ScopeDep, *,
         dry_run: DryRun = False,
     ) -> JSONResponse:
         """`dryRun=true` runs every check and answers as an upload would, storing nothing."""
-        data = await read_archive(request, ArchiveLimits.from_settings(settings))
+        archive = await read_archive(request, ArchiveLimits.from_settings(settings))
         crd = await service.create(
-            session, settings, scope, data, strict=strict, actor=user.id, dry_run=dry_run
+            session,
+            settings,
+            scope,
+            archive.data,
+            strict=strict,
+            actor=user.id,
+            dry_run=dry_run,
+            sha256=archive.sha256,
         )
         return crd_response(crd, 201)
 
@@ -173,13 +180,14 @@ def _register(router: APIRouter, read_scope: ScopeDep, write_scope: ScopeDep, *,
     ) -> JSONResponse:
         """`dryRun=true` runs every check and answers as a replace would, storing nothing."""
         expected = store.parse_if_match(if_match)
-        data = await read_archive(request, ArchiveLimits.from_settings(settings))
+        archive = await read_archive(request, ArchiveLimits.from_settings(settings))
         crd = await service.replace(
             session,
             settings,
             scope,
             name,
-            data,
+            archive.data,
+            sha256=archive.sha256,
             strict=strict,
             expected_version=expected,
             actor=user.id,

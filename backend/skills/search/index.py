@@ -70,10 +70,12 @@ def label_values(kind_id: int, crd: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [{"kind_id": kind_id, "key": k, "value": v} for k, v in labels.items()]
 
 
-async def index_skill(session: AsyncSession, row: Kind) -> None:
-    """Write the search row and labels of the skill `row` (flushed, not committed)."""
-    await session.execute(delete(SkillSearch).where(SkillSearch.kind_id == row.id))
-    await session.execute(delete(SkillLabel).where(SkillLabel.kind_id == row.id))
+async def index_skill(session: AsyncSession, row: Kind, *, new: bool = False) -> None:
+    """Write the search row and labels of the skill `row` (flushed, not committed). `new`: the
+    row was inserted in this transaction, so it has neither yet (two deletes fewer)."""
+    if not new:
+        await session.execute(delete(SkillSearch).where(SkillSearch.kind_id == row.id))
+        await session.execute(delete(SkillLabel).where(SkillLabel.kind_id == row.id))
     await session.execute(
         insert(SkillSearch).values(**index_values(row.id, row.user_id, row.namespace, row.json))
     )

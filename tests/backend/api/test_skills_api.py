@@ -43,12 +43,12 @@ async def test_upload_returns_the_crd_and_stores_row_and_bytes(
 
 
 async def test_raw_zip_body_is_accepted(client: httpx.AsyncClient, alice: Account) -> None:
+    body = zips.skill("raw")
     response = await client.post(
-        BASE,
-        content=zips.skill("raw"),
-        headers={**alice.headers, "Content-Type": "application/zip"},
+        BASE, content=body, headers={**alice.headers, "Content-Type": "application/zip"}
     )
     assert response.status_code == 201
+    assert response.json()["status"]["sha256"] == hashlib.sha256(body).hexdigest()
     wrong = await client.post(
         BASE, content=b"x", headers={**alice.headers, "Content-Type": "text/plain"}
     )

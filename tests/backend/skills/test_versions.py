@@ -111,6 +111,10 @@ async def test_rolling_back_to_an_unknown_version_is_version_not_found_and_write
         assert (await service.get(session, scope, "demo"))["metadata"]["resourceVersion"] == 1
 
 
+async def _pinned_three() -> set[int]:
+    return {3}
+
+
 async def test_pruning_keeps_the_last_n_and_pinned_versions_and_only_unused_bytes_go(
     app: FastAPI, settings: Settings, alice: Account
 ) -> None:
@@ -140,7 +144,7 @@ async def test_pruning_keeps_the_last_n_and_pinned_versions_and_only_unused_byte
             created_by=None,
             source={"type": "test"},
             retain=1,
-            pinned={3},
+            pinned=_pinned_three,
         )
         await session.commit()
         assert [v.version for v in await versions.list_versions(session, kind_id)] == [5, 3]
