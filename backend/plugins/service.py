@@ -267,14 +267,13 @@ async def _write_skill(
     assert draft is not None
     skill = draft.skills[index]
     crd = _skill_crd(draft, index, scope, kept=row)
+    created = row is None
     if row is None:
         row = await store.insert(session, SKILL_KIND, scope, skill.name, crd)
-        result: Result = "created"
     elif row.json["status"]["sha256"] == skill.package.sha256:
         return "unchanged"
     else:
         await store.replace(session, row, crd)
-        result = "updated"
     await versions.record(
         session,
         row.id,
@@ -286,10 +285,10 @@ async def _write_skill(
         source={"type": "plugin", "plugin": draft.name, "path": skill.path},
         retain=settings.skill_versions_retain,
         pinned=lambda: pinned_versions(session, scope, skill.name),
-        first=result == "created",
+        first=created,
     )
-    await index_skill(session, row, new=result == "created")
-    return result
+    await index_skill(session, row, new=created)
+    return "created" if created else "updated"
 
 
 async def _remove(session: AsyncSession, skills: list[Kind]) -> None:
