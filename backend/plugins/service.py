@@ -285,7 +285,7 @@ async def _write_skill(
         source={"type": "plugin", "plugin": draft.name, "path": skill.path},
         retain=settings.skill_versions_retain,
         pinned=lambda: pinned_versions(session, scope, skill.name),
-        first=created,
+        new=created,
     )
     await index_skill(session, row, new=created)
     return "created" if created else "updated"

@@ -112,9 +112,9 @@ async def _record(
     data: bytes | None,
     actor: int | None,
     source: dict[str, Any],
-    first: bool = False,
+    new: bool = False,
 ) -> int:
-    """Record the row's package as its next version (`first`: the row is new)."""
+    """Record the row's package as its next version (`new`: the row is new)."""
     status = row.json["status"]
 
     async def pinned() -> set[int]:
@@ -131,7 +131,7 @@ async def _record(
         source=source,
         retain=settings.skill_versions_retain,
         pinned=pinned,
-        first=first,
+        new=new,
     )
 
 
@@ -160,7 +160,7 @@ async def create(
     except Conflict as exc:
         exc.message += f"; {how_to_replace(scope, package.name)}"
         raise
-    await _record(session, settings, row, data=data, actor=actor, source=source, first=True)
+    await _record(session, settings, row, data=data, actor=actor, source=source, new=True)
     await index_skill(session, row, new=True)
     return await _finish(session, row, dry_run=dry_run)
 

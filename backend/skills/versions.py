@@ -72,19 +72,19 @@ async def record(
     source: dict[str, Any],
     retain: int,
     pinned: Callable[[], Awaitable[Collection[int]]],
-    first: bool = False,
+    new: bool = False,
 ) -> int:
     """Add the next version of skill `kind_id`: its CRD as stored and package `sha256`.
 
     `data` may be None when the bytes are already stored (a rollback). Older versions beyond
     `retain` are pruned, except the `pinned` numbers (those some Ghost pins:
-    `backend.ghosts.pins.pinned_versions`), asked for only then. `first`: the skill's row was
+    `backend.ghosts.pins.pinned_versions`), asked for only then. `new`: the skill's row was
     inserted in this transaction, so this is version 1. Returns the new version number.
     """
     if data is not None and not await _has_blob(session, sha256):
         await _store_blob(session, sha256, data)
     last = None
-    if not first:
+    if not new:
         last = await session.scalar(
             select(func.max(SkillVersion.number)).where(SkillVersion.kind_id == kind_id)
         )
