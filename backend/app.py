@@ -45,6 +45,7 @@ from backend.config import Settings, get_settings, unknown_env_variables
 from backend.db.engine import create_auth_engine, create_engine, create_sessionmaker
 from backend.ops import metrics as ops_metrics
 from backend.ops import tracing
+from backend.ops.memory import freeze_startup_objects
 from backend.ops.serve import observe_chat_shell, serve_metrics
 from backend.plugins.remote import SourceFetcher
 from backend.redis_client import create_redis
@@ -218,3 +219,12 @@ def create_asgi_app(settings: Settings | None = None, **kwargs: Any) -> socketio
     """What uvicorn serves: Socket.IO at `/socket.io/`, everything else to FastAPI."""
     app = create_app(settings, **kwargs)
     return socketio.ASGIApp(app.state.sio, other_asgi_app=app)
+
+
+def create_served_app(**kwargs: Any) -> socketio.ASGIApp:
+    """`skillhive serve`'s app (uvicorn calls it in each worker process): `create_asgi_app`,
+    then the process's objects so far frozen out of full garbage collections
+    (`backend/ops/memory.py`)."""
+    app = create_asgi_app(**kwargs)
+    freeze_startup_objects()
+    return app

@@ -111,7 +111,7 @@ def serve(
     settings = get_settings()
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     uvicorn.run(
-        "backend.app:create_asgi_app",
+        "backend.app:create_served_app",
         factory=True,
         host=host or settings.host,
         port=port or settings.port,

@@ -37,6 +37,7 @@ from backend.chat.transport.redis import RELEASE_IF_VALUE
 from backend.config import Settings
 from backend.db.engine import create_engine, create_sessionmaker
 from backend.heartbeat import heartbeat_path, keep_beating
+from backend.ops.memory import freeze_startup_objects
 from backend.ops.metrics import DISPATCH_RECLAIMS, observe_stream_lag
 from backend.ops.quotas import Quotas, counters_for
 from backend.ops.serve import start_worker_metrics
@@ -429,6 +430,7 @@ async def serve(settings: Settings, *, model: BaseChatModel | None = None) -> No
         await transport.registry.start()
         beats = asyncio.create_task(keep_beating(redis, heartbeat_path(settings)))
         await log_sandbox(sandbox)
+        freeze_startup_objects()  # ops: full garbage collections skip what the worker started with
         log.info("worker %s ready (concurrency %d)", worker.consumer, settings.worker_concurrency)
         await worker.run()
     finally:

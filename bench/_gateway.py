@@ -10,7 +10,7 @@ import sys
 import uvicorn
 from langchain_core.messages import AIMessage
 
-from backend.app import create_asgi_app
+from backend.app import create_served_app
 from chat_shell.offline import ScriptedChatModel
 
 ANSWER = "An instant answer."
@@ -22,7 +22,7 @@ def instant_model() -> ScriptedChatModel:
 
 def main() -> None:
     port = int(sys.argv[1])
-    app = create_asgi_app(chat_model=instant_model())
+    app = create_served_app(chat_model=instant_model())
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
 
 

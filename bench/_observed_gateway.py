@@ -15,7 +15,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from backend.app import create_asgi_app
+from backend.app import create_served_app
 from bench._gateway import instant_model
 
 
@@ -35,7 +35,7 @@ def main() -> None:
         provider = TracerProvider()
         provider.add_span_processor(SimpleSpanProcessor(BoundedMemoryExporter()))
         trace.set_tracer_provider(provider)
-    app = create_asgi_app(chat_model=instant_model())
+    app = create_served_app(chat_model=instant_model())
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
 
 
