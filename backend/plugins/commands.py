@@ -9,6 +9,8 @@ frontmatter says `user-invocable: false`. Commands win over skills of the same n
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -16,7 +18,6 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from backend.chat.commands import Command, Invocation, expand, invoked_name
 from backend.crd.ghost import GhostSpec
 from backend.crd.plugin import Plugin
-from backend.crd.skill import Skill
 from backend.crd.stored import stored
 from backend.db.models import Kind, SkillSearch
 from backend.ghosts.resolve import ghost_skills, plugin_rows
@@ -25,8 +26,7 @@ from backend.kinds.store import Scope
 MAX_SKILL_COMMANDS = 1000  # a Ghost selecting more skills offers the first ones by name
 
 
-def _invocable(skill: Skill) -> bool:
-    extra = skill.spec.extra
+def _invocable(extra: Mapping[str, Any]) -> bool:
     value = extra.get("user-invocable", extra.get("userInvocable", True))
     return value is not False and str(value).lower() != "false"
 
@@ -57,20 +57,23 @@ async def ghost_commands(
             names[qualified] = command
             names.setdefault(command.name, command)
     source = ghost_skills(owner, spec)
+    # A skill's frontmatter fields beyond the format's (`spec.extra`): the listing needs two of
+    # them, not the CRD with its instructions, nor its validation (a turn invoking the skill
+    # reads and validates it as every turn does).
     stmt = (
-        select(SkillSearch.name, SkillSearch.description, Kind.json)
+        select(SkillSearch.name, SkillSearch.description, Kind.json[("spec", "extra")])
         .join(Kind, Kind.id == SkillSearch.kind_id)
         .where(source.condition())
         .order_by(SkillSearch.name)
         .limit(MAX_SKILL_COMMANDS)
     )
-    for name, description, crd in (await session.execute(stmt)).all():
+    for name, description, stored_extra in (await session.execute(stmt)).all():
         if name in names:
             continue
-        skill = stored(Skill, crd)
-        if not _invocable(skill):
+        extra = stored_extra if isinstance(stored_extra, Mapping) else {}
+        if not _invocable(extra):
             continue
-        hint = skill.spec.extra.get("argument-hint")
+        hint = extra.get("argument-hint")
         command = Command(
             name=name,
             description=description,
