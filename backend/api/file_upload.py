@@ -19,6 +19,7 @@ from backend.errors import PayloadTooLarge
 class UploadedFile:
     name: str | None  # as sent; checked by the caller
     data: bytes
+    sha256: str  # taken by this process as the bytes arrived
 
 
 def _check(size: int, limit: int) -> None:
@@ -41,11 +42,13 @@ async def read_file(request: Request, limit: int, name: str | None) -> UploadedF
         async for chunk in request.stream():
             raw.add(chunk)
             _check(raw.size, limit)
-        return UploadedFile(name, raw.join())
+        received = raw.received()
+        return UploadedFile(name, received.data, received.sha256)
     part = MultipartFile(options.get(b"boundary", b""), lambda size: _check(size, limit))
     async for chunk in request.stream():
         part.write(chunk)
-    return UploadedFile(name or part.filename, part.file().data)
+    file = part.file()
+    return UploadedFile(name or part.filename, file.data, file.sha256)
 
 
 FILE_BODY_OPENAPI = {

@@ -44,7 +44,9 @@ async def add(
     mime_type: str,
     data: bytes,
     message_id: int | None = None,
+    sha256: str | None = None,
 ) -> ConversationArtifact:
+    """A new artifact row; `sha256` is the data's digest when the caller already took it."""
     row = ConversationArtifact(
         id=str(uuid.uuid4()),
         conversation_id=conversation_id,
@@ -53,7 +55,7 @@ async def add(
         name=name,
         mime_type=mime_type,
         size=len(data),
-        sha256=hashlib.sha256(data).hexdigest(),
+        sha256=hashlib.sha256(data).hexdigest() if sha256 is None else sha256,
         data=data,
         created_at=utcnow(),
     )
@@ -95,10 +97,17 @@ async def get(
 
 
 async def put_input(
-    session: AsyncSession, conversation_id: str, name: str, data: bytes, *, total_limit: int
+    session: AsyncSession,
+    conversation_id: str,
+    name: str,
+    data: bytes,
+    *,
+    total_limit: int,
+    sha256: str | None = None,
 ) -> ConversationArtifact:
     """Store an upload, replacing the conversation's upload of the same name; 413
-    `conversation_files_full` when the conversation's uploads would pass `total_limit`."""
+    `conversation_files_full` when the conversation's uploads would pass `total_limit`.
+    `sha256`: the digest the upload took as its bytes arrived."""
     same_name = (
         ConversationArtifact.conversation_id == conversation_id,
         ConversationArtifact.kind == INPUT,
@@ -119,7 +128,13 @@ async def put_input(
         )
     await session.execute(delete(ConversationArtifact).where(*same_name))
     return await add(
-        session, conversation_id, kind=INPUT, name=name, mime_type=guess_type(name), data=data
+        session,
+        conversation_id,
+        kind=INPUT,
+        name=name,
+        mime_type=guess_type(name),
+        data=data,
+        sha256=sha256,
     )
 
 

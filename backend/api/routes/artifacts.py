@@ -144,6 +144,7 @@ async def upload_file(
         file_name,
         uploaded.data,
         total_limit=settings.conversation_files_bytes,
+        sha256=uploaded.sha256,
     )
     await session.commit()
     return _out(row)

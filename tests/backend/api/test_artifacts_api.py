@@ -3,6 +3,7 @@ a REST turn, and its owner downloads them; uploads reach the next turns' workspa
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import AsyncIterator
 from typing import Any
@@ -187,6 +188,7 @@ async def test_an_uploaded_file_is_in_the_next_turns_workspace(
     uploaded = await upload(client, alice, cid, "data.txt", b"a\nb\nc\n")
     assert uploaded.status_code == 201, uploaded.text
     assert (uploaded.json()["kind"], uploaded.json()["size"]) == ("input", 6)
+    assert uploaded.json()["sha256"] == hashlib.sha256(b"a\nb\nc\n").hexdigest()
     script_runs(openai_server, "reporter", REPORT_RUN)
 
     await ask(client, alice, cid)
@@ -205,6 +207,7 @@ async def test_a_raw_upload_takes_its_name_from_the_query_and_replaces_one_of_th
     assert (await client.post(url, content=b"one", headers=raw)).status_code == 201
     second = await client.post(url, content=b"second", headers=raw)
     assert second.status_code == 201
+    assert second.json()["sha256"] == hashlib.sha256(b"second").hexdigest()
 
     files = await client.get(f"/api/v1/conversations/{cid}/files", headers=alice.headers)
 
