@@ -26,10 +26,13 @@ from tests.support.routes import effective_routes_reused
 
 BACKENDS = ["sqlite", "postgresql"]
 
-# The fast tier (`./scripts/test --fast`, i.e. `-m "not slow"`) leaves out, besides tests marked
-# `slow` by hand: PostgreSQL runs (SQLite runs stay), Redis, live servers and process clusters,
+# The fast tier (`./scripts/test --fast`, i.e. `-m "not slow"`; under a minute) leaves out, besides
+# tests marked `slow` by hand: PostgreSQL runs (SQLite runs stay), Redis, the app's start-up (the
+# `app` fixture: every API test), live servers, terminals, child processes and process clusters,
 # Node, MCP servers, the sandbox and the deployment files. Marked here, from what a test uses.
-SLOW_FIXTURES = frozenset({"redis_url", "postgres_admin_url", "server_url", "connect"})
+SLOW_FIXTURES = frozenset(
+    {"redis_url", "postgres_admin_url", "server_url", "connect", "app", "server", "terminal"}
+)
 SLOW_PATHS = (
     "tests/backend/load/",
     "tests/backend/chat/test_scale_out.py",
@@ -37,6 +40,8 @@ SLOW_PATHS = (
     "tests/backend/test_heartbeat.py",
     "tests/backend/skills/test_corpus.py",
     "tests/chat_shell/agent/test_mcp_tools.py",
+    "tests/chat_shell/tools/mcp_code/",
+    "tests/backend/ops/test_memory.py",
     "tests/chat_shell/sandbox/",
     "tests/chat_shell/tools/mcp/test_pool_",
     "tests/chat_shell/tools/sandbox/",
