@@ -194,7 +194,23 @@ def _offer_completion(commands: list[str]) -> None:
     readline.parse_and_bind("tab: complete")
 
 
+@contextmanager
+def _interrupts_raise() -> Iterator[None]:
+    """Ctrl-C at the prompt raises KeyboardInterrupt even in a process started with SIGINT
+    ignored (a background job of a script passes that on): the chat says what Ctrl-C does."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def _interactive(api: Api, conversation: str, printer: Printer) -> None:
+    with _interrupts_raise():
+        _prompt_loop(api, conversation, printer)
+
+
+def _prompt_loop(api: Api, conversation: str, printer: Printer) -> None:
     interrupted = False
     while True:
         try:

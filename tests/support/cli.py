@@ -56,11 +56,15 @@ class Terminal:
     """A CLI process on a pseudo-terminal that it has as its controlling terminal, so the
     line discipline turns a typed Ctrl-C into SIGINT as in a real shell."""
 
-    def __init__(self, args: list[str], env: dict[str, str]) -> None:
+    def __init__(
+        self, args: list[str], env: dict[str, str], *, sigint_ignored: bool = False
+    ) -> None:
+        """`sigint_ignored`: started as a background job of a script is, SIGINT ignored."""
         self.master, slave = os.openpty()
         skillhive = str(Path(sys.executable).parent / "skillhive")
+        ignoring = ["sh", "-c", 'trap "" INT; exec "$@"', "sh"] if sigint_ignored else []
         self.process = subprocess.Popen(
-            ["setsid", "-c", skillhive, *args],
+            [*ignoring, "setsid", "-c", skillhive, *args],
             stdin=slave,
             stdout=slave,
             stderr=slave,

@@ -42,8 +42,8 @@ def server(settings: Settings, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) 
 def terminal() -> Iterator[Any]:
     opened: list[Terminal] = []
 
-    def start(args: list[str], env: dict[str, str]) -> Terminal:
-        opened.append(Terminal(args, env))
+    def start(args: list[str], env: dict[str, str], **options: Any) -> Terminal:
+        opened.append(Terminal(args, env, **options))
         return opened[-1]
 
     yield start

@@ -105,6 +105,19 @@ def test_a_tool_that_needs_a_browser_prints_the_request_and_does_not_hang(
     assert "turn cancelled" in result.stderr
 
 
+def test_ctrl_c_at_the_prompt_works_when_the_chat_was_started_with_sigint_ignored(
+    server: Server, openai_server: FakeOpenAIServer, terminal: Any, tmp_path: Path
+) -> None:
+    """A background job of a script starts with SIGINT ignored; the chat's Ctrl-C still quits."""
+    scripted_ghost(server, openai_server)
+    env = server.env(XDG_CONFIG_HOME=str(tmp_path / "xdg"))
+    term: Terminal = terminal(["chat", "dev/scripted"], env, sigint_ignored=True)
+    term.read_until("> ")
+    term.interrupt_at_prompt("Ctrl-C again or Ctrl-D to quit")
+    term.interrupt_at_prompt("bye")
+    assert term.process.wait(30) == 130
+
+
 def test_interactive_chat_streams_tokens_cancels_on_ctrl_c_and_quits_on_a_second(
     server: Server, openai_server: FakeOpenAIServer, terminal: Any, tmp_path: Path
 ) -> None:
