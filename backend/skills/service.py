@@ -116,10 +116,6 @@ async def _record(
 ) -> int:
     """Record the row's package as its next version (`new`: the row is new)."""
     status = row.json["status"]
-
-    async def pinned() -> set[int]:
-        return await pinned_versions(session, Scope(row.user_id, row.namespace), row.name)
-
     return await versions.record(
         session,
         row.id,
@@ -130,7 +126,7 @@ async def _record(
         created_by=row.user_id if actor is None else actor,
         source=source,
         retain=settings.skill_versions_retain,
-        pinned=pinned,
+        pinned=lambda: pinned_versions(session, Scope(row.user_id, row.namespace), row.name),
         new=new,
     )
 
