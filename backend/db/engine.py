@@ -57,11 +57,12 @@ def _sqlite_pragmas(busy_timeout: float) -> Callable[[Any, Any], None]:
 
 
 def _sqlite_reset(dbapi_connection: Any, _record: Any, state: PoolResetState) -> None:
-    """The pool's reset on return, only when a transaction is open. A Session closes its
-    transaction itself, so the pool's unconditional ROLLBACK was a no-op, yet each one is a
-    round trip to aiosqlite's thread (two per read-only session, one per committed one).
-    Where asyncio cannot run the pool discards the connection instead."""
-    if state.asyncio_safe and dbapi_connection.driver_connection.in_transaction:
+    """The pool's reset on return, only when a transaction is open or statements are held
+    back (`defer`). A Session closes its transaction itself, so the pool's unconditional
+    ROLLBACK was a no-op, yet each one is a round trip to aiosqlite's thread (two per
+    read-only session, one per committed one). Where asyncio cannot run the pool discards the
+    connection instead."""
+    if state.asyncio_safe and dbapi_connection.pending:
         dbapi_connection.rollback()
 
 

@@ -10,7 +10,9 @@ nothing then (it checks the same `in_transaction`). Streaming (server-side) curs
 SQLAlchemy's own class. `create_engine` passes `lean_dbapi()` as the engine's `module`.
 
 `execute_and_commit` runs a transaction's last statement and its COMMIT in that one trip (the
-COMMIT SQLAlchemy then asks for finds no transaction open, and is skipped).
+COMMIT SQLAlchemy then asks for finds no transaction open, and is skipped). `defer` holds back
+a statement whose answer nobody reads (a touch, an accounting row) until the transaction's next
+statement or COMMIT, and runs it in that trip, before it: a turn's writes are one trip each.
 """
 
 from __future__ import annotations
@@ -29,9 +31,12 @@ from sqlalchemy.dialects.sqlite.aiosqlite import (
 )
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.util import EMPTY_DICT
+from sqlalchemy.util.concurrency import await_
 
 # description, rowcount, lastrowid, rows
 _Outcome = tuple[Any, int, int | None, list[Any]]
+# A statement held back by `defer`: (executemany?, operation, parameters).
+_Deferred = tuple[bool, str, Any]
 
 
 def _run(connection: sqlite3.Connection, operation: str, parameters: Any) -> _Outcome:
@@ -46,13 +51,6 @@ def _run(connection: sqlite3.Connection, operation: str, parameters: Any) -> _Ou
         cursor.close()
 
 
-def _run_and_commit(connection: sqlite3.Connection, operation: str, parameters: Any) -> _Outcome:
-    """`_run`, then COMMIT (only once the statement ran and its rows are read)."""
-    outcome = _run(connection, operation, parameters)
-    connection.commit()
-    return outcome
-
-
 def _run_many(connection: sqlite3.Connection, operation: str, parameters: Any) -> _Outcome:
     cursor = connection.cursor()
     try:
@@ -60,6 +58,33 @@ def _run_many(connection: sqlite3.Connection, operation: str, parameters: Any) -
         return None, cursor.rowcount, cursor.lastrowid, []
     finally:
         cursor.close()
+
+
+def _run_deferred(connection: sqlite3.Connection, deferred: list[_Deferred]) -> None:
+    for many, operation, parameters in deferred:
+        (_run_many if many else _run)(connection, operation, parameters)
+
+
+def _statement(
+    connection: sqlite3.Connection,
+    deferred: list[_Deferred],
+    many: bool,
+    operation: str,
+    parameters: Any,
+    commit: bool,
+) -> _Outcome:
+    """On aiosqlite's thread: the statements held back, the statement, then COMMIT if asked
+    (only once the statement ran and its rows are read)."""
+    _run_deferred(connection, deferred)
+    outcome = (_run_many if many else _run)(connection, operation, parameters)
+    if commit:
+        connection.commit()
+    return outcome
+
+
+def _deferred_and_commit(connection: sqlite3.Connection, deferred: list[_Deferred]) -> None:
+    _run_deferred(connection, deferred)
+    connection.commit()
 
 
 class _LeanCursor(AsyncAdapt_aiosqlite_cursor):
@@ -105,21 +130,27 @@ class _LeanCursor(AsyncAdapt_aiosqlite_cursor):
         self._rows.clear()
 
     async def _execute_async(self, operation: Any, parameters: Any) -> Any:
-        adapt: _LeanConnection = self._adapt_connection  # type: ignore[assignment]
-        run = _run_and_commit if adapt.commit_next else _run
-        adapt.commit_next = False  # this statement only, whatever its outcome
-        await self._call(run, operation, parameters)
+        await self._call(False, operation, parameters)
 
     async def _executemany_async(self, operation: Any, seq_of_parameters: Any) -> Any:
-        await self._call(_run_many, operation, seq_of_parameters)
+        await self._call(True, operation, seq_of_parameters)
 
-    async def _call(self, function: Any, operation: Any, parameters: Any) -> None:
-        driver: aiosqlite.Connection = self._connection  # type: ignore[assignment]
-        async with self._adapt_connection._execute_mutex:
-            # aiosqlite's own queue (untyped), as SQLAlchemy's adapter uses it for isolation
-            outcome: _Outcome = await driver._execute(  # type: ignore[no-untyped-call]
-                function, driver._conn, operation, parameters
-            )
+    async def _call(self, many: bool, operation: Any, parameters: Any) -> None:
+        adapt: _LeanConnection = self._adapt_connection  # type: ignore[assignment]
+        # Both flags are for this statement only, whatever its outcome.
+        commit, adapt.commit_next = adapt.commit_next, False
+        if adapt.defer_next:
+            adapt.defer_next = False
+            adapt.deferred.append((many, operation, parameters))
+            outcome: _Outcome = (None, -1, None, [])  # no answer: `defer` reads none
+        else:
+            deferred, adapt.deferred = adapt.deferred, []
+            driver: aiosqlite.Connection = self._connection  # type: ignore[assignment]
+            async with adapt._execute_mutex:
+                # aiosqlite's own queue (untyped), as SQLAlchemy's adapter uses it for isolation
+                outcome = await driver._execute(  # type: ignore[no-untyped-call]
+                    _statement, driver._conn, deferred, many, operation, parameters, commit
+                )
         self._description, self._rowcount, self._lastrowid, rows = outcome
         self._rows = collections.deque(rows)
 
@@ -128,24 +159,39 @@ class _LeanCursor(AsyncAdapt_aiosqlite_cursor):
 
 
 class _LeanConnection(AsyncAdapt_aiosqlite_connection):
-    __slots__ = ("commit_next",)
+    __slots__ = ("commit_next", "defer_next", "deferred")
     _cursor_cls = _LeanCursor
 
     def __init__(self, dbapi: Any, connection: Any) -> None:
         super().__init__(dbapi, connection)
         self.commit_next = False  # set by `execute_and_commit` for its statement
+        self.defer_next = False  # set by `defer` for its statement
+        self.deferred: list[_Deferred] = []  # held back until the next trip
 
     def _in_transaction(self) -> bool:
         driver: aiosqlite.Connection = self._connection  # type: ignore[assignment]
         return driver._connection is not None and driver.in_transaction
 
     def rollback(self) -> None:
+        self.deferred = []  # never sent: nothing of theirs to undo
         if self._in_transaction():
             super().rollback()
 
     def commit(self) -> None:
-        if self._in_transaction():
+        if self.deferred:
+            deferred, self.deferred = self.deferred, []
+            driver: aiosqlite.Connection = self._connection  # type: ignore[assignment]
+            try:
+                await_(driver._execute(_deferred_and_commit, driver._conn, deferred))  # type: ignore[no-untyped-call]
+            except Exception as error:
+                self._handle_exception(error)
+        elif self._in_transaction():
             super().commit()
+
+    @property
+    def pending(self) -> bool:
+        """Whether a transaction is open or statements wait to begin one."""
+        return bool(self.deferred) or self._in_transaction()
 
 
 class _LeanDBAPI(AsyncAdapt_aiosqlite_dbapi):
@@ -159,20 +205,45 @@ def lean_dbapi() -> Any:
     return _LeanDBAPI(aiosqlite, sqlite3)
 
 
+async def _lean(connection: AsyncConnection) -> _LeanConnection | None:
+    raw = await connection.get_raw_connection()
+    lean = raw.dbapi_connection
+    return lean if isinstance(lean, _LeanConnection) else None
+
+
+async def defer(
+    connection: AsyncConnection,
+    statement: Executable,
+    parameters: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None,
+) -> None:
+    """Run `statement`, whose answer (rows, rowcount) nobody reads, in the transaction: on
+    SQLite (this driver) in the trip of the transaction's next statement or COMMIT, just before
+    it; elsewhere now. An error it meets is raised by that statement or COMMIT, and a rollback
+    before it drops it unsent."""
+    lean = await _lean(connection)
+    if lean is None:
+        await connection.execute(statement, parameters)
+        return
+    lean.defer_next = True
+    try:
+        await connection.execute(statement, parameters)
+    finally:
+        lean.defer_next = False  # not reached the driver (e.g. refused before): not held
+
+
 async def execute_and_commit(
     connection: AsyncConnection, statement: Executable, parameters: Mapping[str, Any]
 ) -> Sequence[Row[Any]]:
     """Run a transaction's last statement and commit it; its rows. On SQLite (this driver)
     the statement and the COMMIT are one trip to aiosqlite's thread; elsewhere two calls."""
-    raw = await connection.get_raw_connection()
-    lean = raw.dbapi_connection
-    if isinstance(lean, _LeanConnection):
+    lean = await _lean(connection)
+    if lean is not None:
         lean.commit_next = True
     try:
         result = await connection.execute(statement, parameters)
         rows = result.all() if result.returns_rows else []
     finally:
-        if isinstance(lean, _LeanConnection):
+        if lean is not None:
             lean.commit_next = False  # not run (e.g. refused before the driver was reached)
     await connection.commit()  # SQLAlchemy's bookkeeping; on SQLite no transaction is left
     return rows
