@@ -6,13 +6,26 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, cast
 
-from sqlalchemy import Integer, Table, and_, bindparam, case, func, insert, or_, select, update
+from sqlalchemy import (
+    Integer,
+    Table,
+    and_,
+    bindparam,
+    case,
+    exists,
+    func,
+    insert,
+    literal,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.engine import CursorResult
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from backend.db.models import Conversation, Message, User, UserQuota
-from backend.db.sqlite_driver import execute_and_commit
+from backend.db.sqlite_driver import defer, execute_and_commit
 from backend.db.types import utcnow
 from backend.errors import NotFound
 from backend.ghosts.resolve import ghost_text_of
@@ -52,6 +65,20 @@ _MESSAGES = cast(Table, Message.__table__)
 _ADD_USER_MESSAGE = (
     insert(_MESSAGES)
     .values(conversation_id=bindparam("cid"), role="user", content=bindparam("content"))
+    .returning(_MESSAGES.c.id)
+)
+# The same, only into a conversation of the user's (no row: none, or deleted meanwhile): the
+# send's touch goes ahead unchecked (`defer`), this checks.
+_ADD_USER_MESSAGE_IF_OWNED = (
+    insert(_MESSAGES)
+    .from_select(
+        ["conversation_id", "role", "content"],
+        select(bindparam("cid"), literal("user"), bindparam("content")).where(
+            exists().where(
+                Conversation.id == bindparam("cid"), Conversation.user_id == bindparam("uid")
+            )
+        ),
+    )
     .returning(_MESSAGES.c.id)
 )
 # An answer, every column given (the returned message is built from the same values).
@@ -157,7 +184,7 @@ async def get(session: AsyncSession, user_id: int, conversation_id: str) -> Conv
         )
     )
     if found is None:  # someone else's conversation is indistinguishable from none
-        raise NotFound("conversation not found", code="conversation_not_found")
+        raise _not_found()
     return found
 
 
@@ -198,30 +225,41 @@ async def quota_overrides_if_owned(
     params = {"cid": conversation_id, "uid": user_id}
     row = (await session.execute(_OWNED_WITH_OVERRIDES, params)).first()
     if row is None:  # someone else's conversation is indistinguishable from none
-        raise NotFound("conversation not found", code="conversation_not_found")
+        raise _not_found()
     overrides: dict[str, Any] | None = row.limits
     return overrides
+
+
+def _touch_params(user_id: int, conversation_id: str, content: str) -> dict[str, Any]:
+    title = " ".join(content.split())[:TITLE_CHARS]
+    return {"cid": conversation_id, "uid": user_id, "now": utcnow(), "new_title": title}
+
+
+def _not_found() -> NotFound:
+    return NotFound("conversation not found", code="conversation_not_found")
 
 
 async def _touch(session: Executor, user_id: int, conversation_id: str, content: str) -> None:
     """Touch the user's conversation for a message of `content` (404 unless it is theirs: it
     may have been deleted since it was checked); one still called `DEFAULT_TITLE` is named
     after it. One UPDATE does the ownership check, the touch and the naming."""
-    title = " ".join(content.split())[:TITLE_CHARS]
-    params = {"cid": conversation_id, "uid": user_id, "now": utcnow(), "new_title": title}
+    params = _touch_params(user_id, conversation_id, content)
     touched: CursorResult[Any] = await session.execute(_TOUCH, params)  # type: ignore[assignment]
     if touched.rowcount == 0:  # deleted meanwhile, or never the user's
-        raise NotFound("conversation not found", code="conversation_not_found")
+        raise _not_found()
 
 
 async def store_user_message(
     connection: AsyncConnection, user_id: int, conversation_id: str, content: str
 ) -> int:
-    """`add_user_message`, committed: the INSERT and the COMMIT are one trip on SQLite
-    (`execute_and_commit`), so the write lock is held for the UPDATE and that trip only."""
-    await _touch(connection, user_id, conversation_id, content)
-    params = {"cid": conversation_id, "content": content}
-    rows = await execute_and_commit(connection, _ADD_USER_MESSAGE, params)
+    """`add_user_message`, committed, in one trip on SQLite: the touch is held back (`defer`)
+    and goes with the INSERT and the COMMIT (`execute_and_commit`), so the write lock is held
+    for that trip only. The INSERT checks the ownership the touch does not (404)."""
+    await defer(connection, _TOUCH, _touch_params(user_id, conversation_id, content))
+    params = {"cid": conversation_id, "uid": user_id, "content": content}
+    rows = await execute_and_commit(connection, _ADD_USER_MESSAGE_IF_OWNED, params)
+    if not rows:  # deleted meanwhile, or never the user's: the touch changed nothing
+        raise _not_found()
     return int(rows[0][0])
 
 

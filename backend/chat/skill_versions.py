@@ -20,6 +20,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from backend.db.models import ConversationSkill
+from backend.db.sqlite_driver import defer
 from backend.db.types import utcnow
 
 
@@ -83,7 +84,8 @@ async def record(
     dialect = session.dialect.name
     insert: Any = postgresql.insert if dialect == "postgresql" else sqlite.insert
     stmt = insert(ConversationSkill).values(rows)
-    await session.execute(
+    await defer(  # nothing reads the answer: it goes with the answer's INSERT
+        session,
         stmt.on_conflict_do_update(
             index_elements=["conversation_id", "skill"],
             set_={
@@ -91,5 +93,5 @@ async def record(
                 "pinned": stmt.excluded.pinned,
                 "updated_at": stmt.excluded.updated_at,
             },
-        )
+        ),
     )

@@ -15,6 +15,7 @@ from sqlalchemy import Date, Table, cast, func, insert, select
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from backend.db.models import UsageRecord, User
+from backend.db.sqlite_driver import defer
 from backend.db.types import utcnow
 from chat_shell import UsageEvent
 
@@ -58,8 +59,9 @@ async def record_calls(
         }
         for call in calls
     ]
-    # One call (most turns): a plain execute, not the driver's executemany path.
-    await session.execute(_ADD_RECORDS, rows[0] if len(rows) == 1 else rows)
+    # One call (most turns): a plain execute, not the driver's executemany path. Nothing reads
+    # the rows back: they go with the answer's INSERT (one trip on SQLite).
+    await defer(session, _ADD_RECORDS, rows[0] if len(rows) == 1 else rows)
 
 
 @dataclass(frozen=True)
