@@ -245,9 +245,11 @@ async def send_message(
     comes back once the turn ends. A second send while a turn runs is 409 `turn_in_progress`;
     one more turn than the caller may run at once is 429 `too_many_turns`."""
     stack = AsyncExitStack()
-    # Subscribe before the turn starts, so no event can slip past.
+    streamed = "text/event-stream" in request.headers.get("accept", "")
+    # Subscribe before the turn starts, so no event can slip past; the JSON answer needs the
+    # turn's end only.
     events: AsyncIterator[TurnEnvelope] = await stack.enter_async_context(
-        transport.subscribe(conversation_id)
+        transport.subscribe(conversation_id, ends_only=not streamed)
     )
     try:
         message_id = await chat.send(user.id, conversation_id, body.content)
@@ -255,7 +257,7 @@ async def send_message(
         await stack.aclose()
         raise
 
-    if "text/event-stream" in request.headers.get("accept", ""):
+    if streamed:
 
         async def stream() -> AsyncIterator[bytes]:
             try:

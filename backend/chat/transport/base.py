@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Protocol
 
-from backend.chat.transport.envelope import BrowserEvent, Envelope, TurnEnvelope
+from backend.chat.transport.envelope import BrowserEvent, Envelope, TurnEnded, TurnEnvelope
 from backend.errors import Conflict
 from chat_shell import PendingRequestRegistry
 
@@ -58,9 +58,10 @@ class TurnTransport(Protocol):
         ...
 
     def subscribe(
-        self, conversation_id: str
+        self, conversation_id: str, *, ends_only: bool = False
     ) -> AbstractAsyncContextManager[AsyncIterator[TurnEnvelope]]:
-        """The conversation's turn envelopes from the moment the block is entered."""
+        """The conversation's turn envelopes from the moment the block is entered; with
+        `ends_only`, only its `TurnEnded` ones (a caller waiting for the answer alone)."""
         ...
 
     def listen(self, listener: Listener) -> None:
@@ -76,7 +77,8 @@ class Fanout:
     """Delivery to the subscribers and listeners of this process."""
 
     def __init__(self) -> None:
-        self._queues: dict[str, set[asyncio.Queue[TurnEnvelope]]] = {}
+        # conversation id -> its subscribers' queues, each with whether it wants ends only
+        self._queues: dict[str, dict[asyncio.Queue[TurnEnvelope], bool]] = {}
         self._listeners: list[Listener] = []
 
     def listen(self, listener: Listener) -> None:
@@ -84,8 +86,10 @@ class Fanout:
 
     async def deliver(self, envelope: Envelope) -> None:
         if not isinstance(envelope, BrowserEvent):
-            for queue in self._queues.get(envelope.conversation_id, ()):
-                queue.put_nowait(envelope)
+            ended = isinstance(envelope, TurnEnded)
+            for queue, ends_only in self._queues.get(envelope.conversation_id, {}).items():
+                if ended or not ends_only:  # no wake-up of a waiter for what it skips
+                    queue.put_nowait(envelope)
         for listener in self._listeners:
             try:
                 await listener(envelope)
@@ -93,9 +97,11 @@ class Fanout:
                 log.exception("turn listener %r failed", listener)
 
     @asynccontextmanager
-    async def subscribe(self, conversation_id: str) -> AsyncIterator[AsyncIterator[TurnEnvelope]]:
+    async def subscribe(
+        self, conversation_id: str, *, ends_only: bool = False
+    ) -> AsyncIterator[AsyncIterator[TurnEnvelope]]:
         queue: asyncio.Queue[TurnEnvelope] = asyncio.Queue()
-        self._queues.setdefault(conversation_id, set()).add(queue)
+        self._queues.setdefault(conversation_id, {})[queue] = ends_only
 
         async def envelopes() -> AsyncIterator[TurnEnvelope]:
             while True:
@@ -104,8 +110,8 @@ class Fanout:
         try:
             yield envelopes()
         finally:
-            subscribers = self._queues.get(conversation_id, set())
-            subscribers.discard(queue)
+            subscribers = self._queues.get(conversation_id, {})
+            subscribers.pop(queue, None)
             if not subscribers:
                 self._queues.pop(conversation_id, None)
 

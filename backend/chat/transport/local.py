@@ -100,9 +100,9 @@ class LocalTransport:
         await self._fanout.deliver(envelope)
 
     def subscribe(
-        self, conversation_id: str
+        self, conversation_id: str, *, ends_only: bool = False
     ) -> AbstractAsyncContextManager[AsyncIterator[TurnEnvelope]]:
-        return self._fanout.subscribe(conversation_id)
+        return self._fanout.subscribe(conversation_id, ends_only=ends_only)
 
     def listen(self, listener: Listener) -> None:
         self._fanout.listen(listener)

@@ -146,10 +146,12 @@ class RedisTransport:
         await self.redis.publish(self.keys.events, dumps(envelope))
 
     @asynccontextmanager
-    async def subscribe(self, conversation_id: str) -> AsyncIterator[AsyncIterator[TurnEnvelope]]:
+    async def subscribe(
+        self, conversation_id: str, *, ends_only: bool = False
+    ) -> AsyncIterator[AsyncIterator[TurnEnvelope]]:
         # Registered locally before the caller submits; the gateway's one subscription must be
         # live, or events of the turn could be published before anyone hears them.
-        async with self._fanout.subscribe(conversation_id) as envelopes:
+        async with self._fanout.subscribe(conversation_id, ends_only=ends_only) as envelopes:
             try:
                 await asyncio.wait_for(self._subscribed.wait(), SUBSCRIBE_WAIT_S)
             except TimeoutError:
