@@ -254,7 +254,8 @@ async def store_user_message(
 ) -> int:
     """`add_user_message`, committed, in one trip on SQLite: the touch is held back (`defer`)
     and goes with the INSERT and the COMMIT (`execute_and_commit`), so the write lock is held
-    for that trip only. The INSERT checks the ownership the touch does not (404)."""
+    for that trip only. The touch's row count is not read: the INSERT checks the ownership
+    (404)."""
     await defer(connection, _TOUCH, _touch_params(user_id, conversation_id, content))
     params = {"cid": conversation_id, "uid": user_id, "content": content}
     rows = await execute_and_commit(connection, _ADD_USER_MESSAGE_IF_OWNED, params)
