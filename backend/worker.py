@@ -45,6 +45,7 @@ from backend.ops.tracing import configure as configure_tracing
 from backend.ops.tracing import extract, tracer
 from backend.redis_client import create_redis
 from backend.secrets.cipher import load_cipher
+from chat_shell import honour_cancellation
 
 log = logging.getLogger("skillhive.worker")
 
@@ -165,6 +166,7 @@ class TurnWorker:
                 log.warning("%s: redis unavailable (%s); retrying in %.1fs", what, exc, delay)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 8.0)
+            honour_cancellation()  # a cancel redis-py swallowed still ends the loop
 
     # --- reading and reclaiming ------------------------------------------------------------
 
@@ -357,6 +359,9 @@ class TurnWorker:
                 await self.redis.expire(self.keys.lock(entry.conversation_id), self.lock_ttl_s)
             except (RedisError, OSError) as exc:
                 log.warning("heartbeat of turn %s failed: %s", entry.message_id, exc)
+            # A cancel redis-py swallowed still ends the heartbeat: its turn's task waits for
+            # it, once, and a heartbeat going on would keep the lease of a turn that is over.
+            honour_cancellation()
 
     # --- cancellation ------------------------------------------------------------------
 

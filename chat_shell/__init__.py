@@ -75,6 +75,7 @@ _EXPORTS = {
         "PendingRequestRegistry",
         "RedisPendingRequestRegistry",
     ],
+    "chat_shell.tools.pending.base": ["honour_cancellation"],
     "chat_shell.tools.sandbox": ["SandboxAccess"],
     "chat_shell.tools.sandbox._files": ["ArtifactLimits", "NewArtifact", "SavedArtifact"],
 }
@@ -135,6 +136,7 @@ __all__ = [
     "check_stdio_allowed",
     "egress_client",
     "find_placeholders",
+    "honour_cancellation",
     "inline_tracing_hooks",
     "is_ignored",
     "last_loaded_records",
@@ -212,6 +214,7 @@ if TYPE_CHECKING:
         parse_mcp_servers,
         validate_placeholders,
     )
+    from chat_shell.tools.pending.base import honour_cancellation
     from chat_shell.tools.pending_requests import (
         InMemoryPendingRequestRegistry,
         PendingRequestRegistry,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from tests.support.wait import eventually
@@ -84,6 +85,47 @@ async def test_a_cancel_stops_the_running_turn(bench: Bench) -> None:
         return await bench.pending() == 0
 
     await eventually(acknowledged)
+
+
+async def test_a_heartbeat_whose_cancel_redis_py_swallows_still_ends(bench: Bench) -> None:
+    """On Python 3.11 redis-py can swallow a cancellation that lands in a command (see
+    docs/architecture.md). A turn's end cancels its heartbeat once and waits for it: a heartbeat
+    going on after a swallowed cancel held the turn's bookkeeping (and a worker's stop) forever."""
+    await bench.submit(5)
+    worker = bench.start(lease_s=0.5)
+
+    async def running() -> bool:
+        return bench.runner.started == [5]
+
+    await eventually(running)
+    extend = worker._extend
+    inside = asyncio.Event()
+    swallowed: list[bool] = []
+
+    async def swallowing(**kwargs: Any) -> Any:  # as redis-py's wait_for does on 3.11
+        if swallowed:
+            return await extend(**kwargs)
+        inside.set()
+        try:
+            await asyncio.Event().wait()  # a command the cancel lands in
+        except asyncio.CancelledError:
+            swallowed.append(True)  # and loses: the heartbeat goes on
+        return None
+
+    worker._extend = swallowing  # type: ignore[assignment]
+    await eventually(lambda: _is_set(inside))
+    bench.runner.finish(5)  # the turn ends: its heartbeat is cancelled inside the command
+
+    async def acknowledged() -> bool:
+        return await bench.pending() == 0
+
+    await eventually(acknowledged)
+    assert swallowed == [True]
+    assert not await bench.redis.exists(bench.keys.lease(5))
+
+
+async def _is_set(event: asyncio.Event) -> bool:
+    return event.is_set()
 
 
 async def test_one_users_hanging_turns_do_not_hold_every_slot(bench: Bench) -> None:
