@@ -13,6 +13,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from chat_shell import honour_cancellation
+
 if TYPE_CHECKING:
     import redis.asyncio as aioredis
 
@@ -45,6 +47,7 @@ async def keep_beating(redis: aioredis.Redis, path: Path, every_s: float = EVERY
     try:
         while True:
             await beat(redis, path)
+            honour_cancellation()  # a cancel redis-py swallowed in the ping still stops it
             await asyncio.sleep(every_s)
     finally:
         await asyncio.to_thread(path.unlink, missing_ok=True)

@@ -31,6 +31,7 @@ from backend.config import Settings
 from backend.db.types import utcnow
 from backend.errors import Unauthorized
 from backend.ws.rooms import NAMESPACE
+from chat_shell import honour_cancellation
 
 log = logging.getLogger("skillhive.ws")
 
@@ -189,6 +190,7 @@ class LiveAuth:
             try:
                 await pubsub.subscribe(self._channel)
                 async for message in pubsub.listen():
+                    honour_cancellation()  # a cancel redis-py swallowed still ends the loop
                     if message["type"] == "subscribe":  # also after redis-py reconnected
                         await self._recheck(list(self._grants))
                     elif message["type"] == "message":
@@ -200,6 +202,7 @@ class LiveAuth:
                 await asyncio.sleep(RESUBSCRIBE_S)
             finally:
                 await pubsub.aclose()  # type: ignore[no-untyped-call]
+            honour_cancellation()
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
         task = asyncio.create_task(work)

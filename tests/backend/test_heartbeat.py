@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -110,3 +111,32 @@ def test_a_running_worker_is_healthy_and_a_stopped_one_is_not(
         assert failed.returncode == 1 and "no worker heartbeat" in failed.stderr
     finally:
         cluster.stop_all()
+
+
+class _SwallowingRedis:
+    """A Redis whose first PING loses the cancellation that lands in it, as redis-py can on
+    Python 3.11 (docs/architecture.md); later PINGs answer at once."""
+
+    def __init__(self) -> None:
+        self.inside = asyncio.Event()
+        self.swallowed = False
+
+    async def ping(self) -> bool:
+        if not self.inside.is_set():
+            self.inside.set()
+            try:
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:
+                self.swallowed = True
+        return True
+
+
+async def test_the_beating_stops_after_a_cancel_lost_in_a_ping(tmp_path: Path) -> None:
+    path = tmp_path / heartbeat.FILE_NAME
+    redis = _SwallowingRedis()
+    beats = asyncio.create_task(heartbeat.keep_beating(redis, path, every_s=0.01))  # type: ignore[arg-type]
+    await asyncio.wait_for(redis.inside.wait(), 10)
+    beats.cancel()
+    done, _ = await asyncio.wait({beats}, timeout=10)  # it went on beating before
+    assert done == {beats} and beats.cancelled() and redis.swallowed
+    assert not path.exists()  # removed on the way out

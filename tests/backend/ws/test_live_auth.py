@@ -3,19 +3,23 @@ ends the sockets relying on it, and their events are refused with the code REST 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import asyncio
+from collections.abc import AsyncIterator, Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+import socketio
 from fastapi import FastAPI
 from sqlalchemy import update
 
 from backend.auth import service as auth_service
+from backend.config import Settings
 from backend.db.models import ApiToken, User
 from backend.db.types import utcnow
+from backend.ws.live_auth import LiveAuth
 from tests.support.accounts import Account
 from tests.support.chat import ChatSetup
 from tests.support.redis_server import RedisServer
@@ -171,3 +175,42 @@ async def test_a_gateway_cut_off_from_redis_checks_its_sockets_when_it_is_back(
     notice = await sock.seen.wait("auth:error", deadline_s=30)  # redis-py reconnects, backs off
     assert notice["error"]["code"] == "token_revoked"
     await sock.disconnected()
+
+
+class _SwallowingPubSub:
+    """A Redis subscription whose wait for the next notice loses the cancellation that lands
+    in it once, as redis-py can on Python 3.11 (docs/architecture.md)."""
+
+    def __init__(self) -> None:
+        self.waiting = asyncio.Event()
+        self.swallowed = False
+
+    async def subscribe(self, *channels: str) -> None:
+        return None
+
+    async def listen(self) -> AsyncIterator[dict[str, Any]]:
+        yield {"type": "subscribe", "data": 1}
+        self.waiting.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            self.swallowed = True
+        yield {"type": "subscribe", "data": 1}
+        await asyncio.Event().wait()  # no more notices
+
+    async def aclose(self) -> None:
+        return None
+
+
+async def test_the_notice_listener_ends_after_a_cancel_lost_in_redis() -> None:
+    pubsub = _SwallowingPubSub()
+
+    class _Redis:
+        def pubsub(self) -> _SwallowingPubSub:
+            return pubsub
+
+    live = LiveAuth(socketio.AsyncServer(async_mode="asgi"), Settings())
+    live.start(sessionmaker=None, redis=_Redis())  # type: ignore[arg-type]
+    await asyncio.wait_for(pubsub.waiting.wait(), 10)
+    await asyncio.wait_for(live.aclose(), 10)  # it went on listening before
+    assert pubsub.swallowed
