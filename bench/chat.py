@@ -247,17 +247,16 @@ async def run(pairs: int, clients: int, seconds: float) -> None:
             rest_ids = iter([await conversations.new() for _ in range(pairs + 20)])
             # The timed client is aiohttp's: httpx spends about half a millisecond more of this
             # process's CPU per request, which is the client's cost, not the gateway's.
-            light = aiohttp.ClientSession(url, headers=headers)
-            await client_costs(client, light)
+            async with aiohttp.ClientSession(url, headers=headers) as light:
+                await client_costs(client, light)
 
-            async def rest_turn() -> None:
-                path = f"/api/v1/conversations/{next(rest_ids)}/messages"
-                async with light.post(path, json={"content": "hello"}) as response:
-                    body = await response.json()
-                assert response.status == 200 and body["status"] == "ok", body
+                async def rest_turn() -> None:
+                    path = f"/api/v1/conversations/{next(rest_ids)}/messages"
+                    async with light.post(path, json={"content": "hello"}) as response:
+                        body = await response.json()
+                    assert response.status == 200 and body["status"] == "ok", body
 
-            rest = await compare(rest_turn, direct, pairs=pairs)
-            await light.close()
+                rest = await compare(rest_turn, direct, pairs=pairs)
             report("REST", rest)
             print(f"rest_ratio: {rest.median_ratio:.2f} (target <= 1.5)")
 
