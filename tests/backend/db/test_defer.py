@@ -3,13 +3,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
 from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from backend.db.engine import create_engine
 from backend.db.models import User
@@ -18,6 +18,13 @@ from backend.db.sqlite_driver import defer, execute_and_commit
 _ADD = insert(User).values(name=bindparam("name")).returning(User.id)
 _ADD_QUIETLY = insert(User).values(name=bindparam("name"))
 _RENAME = update(User).where(User.name == bindparam("old")).values(name=bindparam("new"))
+
+
+@pytest.fixture
+async def engine(database_url: str) -> AsyncIterator[AsyncEngine]:
+    engine = create_engine(database_url)
+    yield engine
+    await engine.dispose()
 
 
 async def _names(url: str) -> set[str]:
@@ -46,52 +53,41 @@ async def _count_trips(conn: AsyncConnection, monkeypatch: pytest.MonkeyPatch) -
 
 
 async def test_deferred_statements_run_before_the_next_one_in_the_same_transaction(
+    engine: AsyncEngine,
     database_url: str,
 ) -> None:
-    engine = create_engine(database_url)
-    try:
-        async with engine.connect() as conn:
-            await defer(conn, _ADD_QUIETLY, {"name": "first"})
-            await defer(conn, _RENAME, {"old": "first", "new": "renamed"})  # sees `first`
-            rows = await execute_and_commit(conn, _ADD, {"name": "second"})
-            assert rows and not conn.in_transaction()
-        assert await _names(database_url) == {"renamed", "second"}
-    finally:
-        await engine.dispose()
+    async with engine.connect() as conn:
+        await defer(conn, _ADD_QUIETLY, {"name": "first"})
+        await defer(conn, _RENAME, {"old": "first", "new": "renamed"})  # sees `first`
+        rows = await execute_and_commit(conn, _ADD, {"name": "second"})
+        assert rows and not conn.in_transaction()
+    assert await _names(database_url) == {"renamed", "second"}
 
 
 @pytest.mark.parametrize("db_backend", ["sqlite"], indirect=True)
 async def test_on_sqlite_the_deferred_statements_and_the_commit_are_one_trip(
-    database_url: str, monkeypatch: pytest.MonkeyPatch
+    engine: AsyncEngine, database_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    engine = create_engine(database_url)
-    try:
-        async with engine.connect() as conn:
-            await conn.execute(select(1))  # the connection is open before counting
-            sent = await _count_trips(conn, monkeypatch)
-            await defer(conn, _ADD_QUIETLY, {"name": "a"})
-            await defer(conn, _ADD_QUIETLY, {"name": "b"})
-            assert sent == []  # held back
-            await execute_and_commit(conn, _ADD, {"name": "c"})
-            assert sent == ["_statement"]
-            await defer(conn, _ADD_QUIETLY, {"name": "d"})
-            await conn.commit()  # only deferred statements: they go with the COMMIT
-            assert sent == ["_statement", "_deferred_and_commit"]
-        assert await _names(database_url) == {"a", "b", "c", "d"}
-    finally:
-        await engine.dispose()
+    async with engine.connect() as conn:
+        await conn.execute(select(1))  # the connection is open before counting
+        sent = await _count_trips(conn, monkeypatch)
+        await defer(conn, _ADD_QUIETLY, {"name": "a"})
+        await defer(conn, _ADD_QUIETLY, {"name": "b"})
+        assert sent == []  # held back
+        await execute_and_commit(conn, _ADD, {"name": "c"})
+        assert sent == ["_statement"]
+        await defer(conn, _ADD_QUIETLY, {"name": "d"})
+        await conn.commit()  # only deferred statements: they go with the COMMIT
+        assert sent == ["_statement", "_deferred_and_commit"]
+    assert await _names(database_url) == {"a", "b", "c", "d"}
 
 
-async def test_a_rollback_drops_what_was_deferred(database_url: str) -> None:
-    engine = create_engine(database_url)
-    try:
-        async with engine.connect() as conn:
-            await defer(conn, _ADD_QUIETLY, {"name": "dropped"})
-            await conn.rollback()
-            await execute_and_commit(conn, _ADD, {"name": "kept"})
-        assert await _names(database_url) == {"kept"}
-    finally:
-        await engine.dispose()
+async def test_a_rollback_drops_what_was_deferred(engine: AsyncEngine, database_url: str) -> None:
+    async with engine.connect() as conn:
+        await defer(conn, _ADD_QUIETLY, {"name": "dropped"})
+        await conn.rollback()
+        await execute_and_commit(conn, _ADD, {"name": "kept"})
+    assert await _names(database_url) == {"kept"}
 
 
 async def test_a_connection_returned_with_deferred_statements_does_not_pass_them_on(
@@ -109,18 +105,15 @@ async def test_a_connection_returned_with_deferred_statements_does_not_pass_them
 
 
 async def test_a_deferred_statement_that_fails_fails_the_next_one_and_commits_nothing(
+    engine: AsyncEngine,
     database_url: str,
 ) -> None:
-    engine = create_engine(database_url)
-    try:
-        async with engine.connect() as conn:
-            await execute_and_commit(conn, _ADD, {"name": "taken"})
-            # Names are unique. Raised at once where nothing is held back (PostgreSQL), by the
-            # next statement on SQLite.
-            with pytest.raises(IntegrityError):
-                await defer(conn, _ADD_QUIETLY, {"name": "taken"})
-                await execute_and_commit(conn, _ADD, {"name": "after"})
-            await conn.rollback()
-        assert await _names(database_url) == {"taken"}
-    finally:
-        await engine.dispose()
+    async with engine.connect() as conn:
+        await execute_and_commit(conn, _ADD, {"name": "taken"})
+        # Names are unique. Raised at once where nothing is held back (PostgreSQL), by the
+        # next statement on SQLite.
+        with pytest.raises(IntegrityError):
+            await defer(conn, _ADD_QUIETLY, {"name": "taken"})
+            await execute_and_commit(conn, _ADD, {"name": "after"})
+        await conn.rollback()
+    assert await _names(database_url) == {"taken"}
