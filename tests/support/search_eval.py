@@ -7,6 +7,7 @@ source goes into its own namespace of one user, uploaded through the normal writ
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,6 +16,7 @@ import yaml
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.config import Settings
+from backend.errors import SkillhiveError
 from backend.kinds.store import Scope
 from backend.skills import service
 from backend.skills.folder import zip_folder
@@ -48,13 +50,40 @@ def skill_folders(*, use_corpus: bool) -> list[tuple[str, Path]]:
     return folders
 
 
+def extra_folders(
+    directory: Path, *, sample: int | None = None, seed: int = 0
+) -> list[tuple[str, Path]]:
+    """(namespace `extra`, folder) of each skill folder under `directory` (`*/SKILL.md`), or of
+    `sample` of them picked at random with `seed`: another collection to search over."""
+    names = sorted(m.parent.name for m in directory.glob("*/SKILL.md"))
+    if sample is not None and sample < len(names):
+        names = random.Random(seed).sample(names, sample)
+    return [("extra", directory / name) for name in sorted(names)]
+
+
 async def upload(
-    session: AsyncSession, settings: Settings, user_id: int, folders: Sequence[tuple[str, Path]]
+    session: AsyncSession,
+    settings: Settings,
+    user_id: int,
+    folders: Sequence[tuple[str, Path]],
+    *,
+    rejected: list[tuple[str, str]] | None = None,
 ) -> set[str]:
-    """Upload every folder as the user's skill; the names stored."""
+    """Upload every folder as the user's skill (each upload commits); the names stored. With
+    `rejected`, a folder the upload refuses is noted there (folder name, error code) and the
+    others go on; without it the refusal raises."""
     names = set()
     for namespace, folder in folders:
-        crd = await service.create(session, settings, Scope(user_id, namespace), zip_folder(folder))
+        scope = Scope(user_id, namespace)
+        if rejected is None:
+            crd = await service.create(session, settings, scope, zip_folder(folder))
+        else:
+            try:
+                crd = await service.create(session, settings, scope, zip_folder(folder))
+            except SkillhiveError as error:
+                await session.rollback()
+                rejected.append((folder.name, error.code))
+                continue
         names.add(crd["metadata"]["name"])
     return names
 
