@@ -93,12 +93,11 @@ async def test_the_independent_requests_meet_the_held_out_targets_over_the_corpu
     assert quality.no_match_rate <= 0.25, quality.summary()
 
 
-def _skill(folder: Path, name: str, description: str) -> Path:
+def _skill(folder: Path, name: str, description: str) -> None:
     folder.mkdir(parents=True)
     (folder / "SKILL.md").write_text(
         f"---\nname: {name}\ndescription: {description}\n---\nDo it.\n"
     )
-    return folder
 
 
 def test_a_sample_of_another_collection_is_the_same_for_the_same_seed(tmp_path: Path) -> None:
@@ -120,6 +119,7 @@ async def test_another_collection_uploads_what_the_upload_accepts_and_notes_the_
     _skill(tmp_path / "good", "tide-tables", "Reads tide tables for sailors.")
     _skill(tmp_path / "shouting", "Tide Tables", "Not lowercase, which the format refuses.")
     _skill(tmp_path / "other", "moon-phases", "Tells the phase of the moon.")
+    settings = Settings(database_url=database_url)
     engine = create_engine(database_url)
     try:
         async with create_sessionmaker(engine)() as session:
@@ -128,22 +128,13 @@ async def test_another_collection_uploads_what_the_upload_accepts_and_notes_the_
             user_id = user.id
             rejected: list[tuple[str, str]] = []
             stored = await upload(
-                session,
-                Settings(database_url=database_url),
-                user_id,
-                extra_folders(tmp_path),
-                rejected=rejected,
+                session, settings, user_id, extra_folders(tmp_path), rejected=rejected
             )
             hits = await search(
                 session, ReadableSkills(user_id), "tide tables", limit=5, threshold=0
             )
             with pytest.raises(SkillhiveError) as refused:
-                await upload(
-                    session,
-                    Settings(database_url=database_url),
-                    user_id,
-                    [("extra", tmp_path / "shouting")],
-                )
+                await upload(session, settings, user_id, [("extra", tmp_path / "shouting")])
     finally:
         await engine.dispose()
     assert stored == {"tide-tables", "moon-phases"}
