@@ -32,7 +32,6 @@ from backend.db.models import SYSTEM_USER_ID, Kind, SkillSearch, SkillVersion
 from backend.db.pipeline import run_all
 from backend.errors import SkillhiveError
 from backend.skills import versions
-from backend.skills.search import sample
 from backend.skills.search.condition import Where, where_sql
 from backend.skills.search.engine import (
     GIN_ONLY,
@@ -204,7 +203,8 @@ async def _catalog(
 
     When the counts kept for the selection's sample (engine.CountsQuery) hold more rows than
     the budget could, the catalog does not fit unless the selection shrank since: one statement
-    reads the secrets flag and the sample's fingerprint and counts (`_large`), and on
+    reads the secrets flag and the owners' generations (`_large`; the sample's fingerprint
+    too, in one more statement, when a generation changed: engine.CountsQuery), and on
     PostgreSQL the search's candidates statement, planned on the kept counts, goes in the same
     round trip (`engine.Prefetch`). Otherwise `_sized` reads the catalog's sizes."""
     dialect = session.get_bind().dialect.name
@@ -248,9 +248,9 @@ async def _large(
         statements.append((ahead.sql, where.params))
     results = await run_all(session, statements)
     secrets, value = results[0][0][0], results[0][0][1]
-    if sample.rows_of(str(value)) <= most:
-        return None
     counts = await query.counts(session, value)
+    if counts.rows <= most:
+        return None
     prefetched = (ahead, results[1]) if ahead is not None else None
     return _Catalog(False, bool(secrets), counts, [], prefetched)
 

@@ -258,6 +258,21 @@ class SkillSearch(Base):
     body_terms: Mapped[str] = mapped_column(Text)
 
 
+class SkillGeneration(Base):
+    """A random number per user, drawn anew by every write of what a search of their skills
+    reads: their `skill_search` and `skill_labels` rows and their Plugin rows in `kinds`.
+
+    Written by triggers on those tables (migration 0009), so no write path can miss it; a
+    search that finds its owners' generations unchanged knows its selection is unchanged
+    (search/sample.py). Random, not counted: a restored backup or a rolled-back write cannot
+    bring back a number that meant other rows. A user without a row has written nothing."""
+
+    __tablename__ = "skill_generations"
+
+    user_id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    generation: Mapped[int] = mapped_column(BigInteger)
+
+
 class SkillLabel(Base):
     """A skill's labels, one row each, so label selectors run in SQL on both databases."""
 

@@ -21,10 +21,13 @@ from backend.skills.search.selection import SkillSource
 
 @dataclass(frozen=True)
 class Where:
-    """A search's condition as driver SQL over `skill_search`, and its parameters."""
+    """A search's condition as driver SQL over `skill_search`, and its parameters; `owners`:
+    the users whose rows it can match (their generations say when it may match others,
+    sample.py)."""
 
     sql: str
     params: Mapping[str, Any]
+    owners: tuple[int, ...]
 
 
 _DIALECTS: dict[str, Dialect] = {}
@@ -65,7 +68,9 @@ def where_sql(session: AsyncSession, source: SkillSource) -> Where:
     )
     head, _, condition = compiled.string.partition("WHERE ")
     assert head.split() == ["SELECT", "1", "FROM", "skill_search"], compiled.string
-    found = _WHERES[key] = Where(condition, MappingProxyType(dict(compiled.params)))
+    found = _WHERES[key] = Where(
+        condition, MappingProxyType(dict(compiled.params)), source.owners()
+    )
     if len(_WHERES) > _WHERE_CACHE_SIZE:
         _WHERES.popitem(last=False)
     return found

@@ -137,7 +137,8 @@ class CountsQuery:
     Counted in the sample of `where` (its first `ROWS_CAP` rows; `n` of the scores): every
     row of the catalogs people read, exact there, and a sample of a larger one, whose IDF is
     that of a `ROWS_CAP`-row catalog anyway. The sample's word counts are kept per process
-    under its fingerprint (sample.py): the statement reads them anew only when the sample
+    (sample.py): with them, the expression reads only the owners' generations, and `counts`
+    confirms the sample by its fingerprint in one more statement only when a generation
     changed. A stem the full sample misses is rare: it counts as in one row when any row of
     `where` holds it (an index probe of its few rows), so it is still searched."""
 
@@ -146,7 +147,7 @@ class CountsQuery:
     stems: list[str]
     key: tuple[Any, ...]
     known: SampleWords | None
-    probed: list[str]  # stems the kept sample misses: probed in the same statement
+    probed: list[str]  # stems the kept sample misses: probed, or answered by `known.probes`
 
     @classmethod
     def of(cls, dialect: str, where: Where, stems: Sequence[str]) -> CountsQuery:
@@ -154,24 +155,54 @@ class CountsQuery:
         known = sample.kept(key)
         return cls(dialect, where, list(stems), key, known, _missed(known, stems))
 
+    def _unanswered(self) -> list[str]:
+        """The stems to probe when the kept counts hold: those no kept answer covers."""
+        kept = self.known.probes if self.known is not None else {}
+        return [s for s in self.probed if s not in kept]
+
     def sql(self) -> str:
-        """Text `<sample_sql>|<probes>`."""
-        parts = [sample.sample_sql(self.dialect, self.where.sql, self.known), "'|'"]
+        """Text `<generations>#<sample>|<probes>`, `<sample>` empty when counts are kept (and
+        `<probes>` then only the stems no kept answer covers)."""
+        if self.known is None:
+            return self._confirming()
+        generation = sample.generation_sql(self.where.owners)
+        return concat([generation, "'#|'", _probes(self.dialect, self.where, self._unanswered())])
+
+    def _confirming(self) -> str:
+        """`sql` that also reads the sample: its fingerprint, and its words when not kept."""
+        parts = [sample.generation_sql(self.where.owners), "'#'"]
+        parts += [sample.sample_sql(self.dialect, self.where.sql, self.known), "'|'"]
         parts.append(_probes(self.dialect, self.where, self.probed))
         return concat(parts)
 
     async def counts(self, session: AsyncSession, value: object) -> Counts:
-        read, _, probes = str(value).rpartition("|")
-        words, counted = sample.read(self.dialect, read, self.known)
-        if counted:
-            sample.keep(self.key, words)
-        found = dict(zip(self.probed, probes, strict=True))
-        missed = [s for s in _missed(words, self.stems) if s not in found]
+        head, _, answers = str(value).rpartition("|")
+        generation, _, read = head.partition("#")
+        known = self.known
+        if read:
+            asked = self.probed
+            words = sample.read(self.dialect, read, known, generation)
+            if words is not known:
+                sample.keep(self.key, words)
+        elif known is not None and known.generation == generation:
+            asked, words = self._unanswered(), known
+        else:
+            # A write since the counts were kept: the sample may be another. Its statement
+            # keeps the search that follows on the GIN indexes, as the first one did.
+            columns = [self._confirming()]
+            if self.dialect == "postgresql":
+                columns.append(GIN_ONLY)
+            (row,) = await _rows(session, f"SELECT {', '.join(columns)}", self.where)
+            return await self.counts(session, row[0])
+        found = {s: answer == "1" for s, answer in zip(asked, answers, strict=True)}
+        missed = [s for s in _missed(words, self.stems) if s not in found and s not in words.probes]
         if missed:  # counted anew just now: probe the stems the new counts miss
             probe = f"SELECT {_probes(self.dialect, self.where, missed)}"
             (row,) = await _rows(session, probe, self.where)
-            found.update(zip(missed, str(row[0]), strict=True))
-        df = {s: min(words.df.get(s, 0), DF_CAP) or int(found.get(s, "0")) for s in self.stems}
+            found.update({s: answer == "1" for s, answer in zip(missed, str(row[0]), strict=True)})
+        words.remember(found)
+        held = {**words.probes, **found}
+        df = {s: min(words.df.get(s, 0), DF_CAP) or int(held.get(s, False)) for s in self.stems}
         return Counts(min(words.rows, ROWS_CAP), df)
 
 
@@ -272,13 +303,14 @@ def prefetch(
 ) -> Prefetch | None:
     """The candidates statement of a search for `query` (its `terms`, whose stems
     `counts_query` counts) on the counts `counts_query` holds (a stem a full sample misses
-    counted as in no row: what its probe answers most often). None without kept counts, or
-    when no stem is in the sample."""
+    counted as its kept probe answer says, else as in no row: what a probe answers most
+    often). None without kept counts, or when no stem is in the sample."""
     known = counts_query.known
     stems = counts_query.stems
     if known is None or not terms:
         return None
-    counts = Counts(min(known.rows, ROWS_CAP), {s: min(known.df.get(s, 0), DF_CAP) for s in stems})
+    df = {s: min(known.df.get(s, 0), DF_CAP) or int(known.probes.get(s, False)) for s in stems}
+    counts = Counts(min(known.rows, ROWS_CAP), df)
     plan = _plan(terms, stems, counts)
     if plan is None:
         return None

@@ -5,34 +5,56 @@ request's stems in them read every sampled row's terms on every turn: at scale, 
 step of a turn's preparation. Those counts depend on the sample's rows only, not on the request,
 so the sample's every word is counted at once and kept per process, under the sample's
 fingerprint: its number of rows and the sum of their `revision`, a random number each write of a
-search row draws anew (index.py). A search reads the fingerprint (the sample's narrow columns, no
-terms) in its first statement, which counts the sample again only when the fingerprint is not
-the one kept. The fingerprint is read from the database every time, so a write from any process
-(a new version, a skill enabled, disabled, added, removed or relabelled into or out of the
-sample) is seen by the next search of every process.
+search row draws anew (index.py).
+
+Whether they still hold is read from the database every time, so a write from any process (a
+new version, a skill enabled, disabled, added, removed or relabelled into or out of the sample)
+is seen by the next search of every process, in two steps:
+
+1. the generations of the selection's owners (`generation_sql`): one number per user, which
+   triggers draw anew on every write of their search rows, labels or plugins (migration 0009).
+   Unchanged, nothing the selection reads has changed: two primary-key reads, where reading the
+   fingerprint scanned the sample's index entries;
+2. when one changed, the sample's fingerprint: a write elsewhere in the owner's skills leaves
+   the sample as it was, and its counts are kept under the new generations; else the sample is
+   counted again, in the same statement.
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter, OrderedDict
-from collections.abc import Hashable, Mapping
-from dataclasses import dataclass
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 ROWS_CAP = 500  # the sample: at most this many rows of a selection (engine.py)
 REVISION_BITS = 52  # ROWS_CAP revisions sum below 2**63: SQLite's sum() does not overflow
 assert ROWS_CAP << REVISION_BITS < 1 << 63
 _MAX_SAMPLES = 64  # samples kept per process, least recently used out
+MAX_PROBES = 4096  # probe answers kept per sample and generation
 _FINGERPRINT = re.compile(r"\d+,\d+")
 
 
 @dataclass(frozen=True)
 class SampleWords:
-    """Every word of one version of a sample, with how many of its rows hold it."""
+    """Every word of one version of a sample, with how many of its rows hold it; `generation`:
+    the owners' generations it was last confirmed under (`generation_sql`), and `probes`: under
+    that generation, whether any row of the selection holds a stem the sample misses (engine.py),
+    by stem. A fact of the selection like the counts: the same rare words and expansions
+    are probed for request after request."""
 
     fingerprint: str
     rows: int
     df: Mapping[str, int]
+    generation: str
+    probes: dict[str, bool] = field(default_factory=dict, compare=False)
+
+    def remember(self, answers: Mapping[str, bool]) -> None:
+        """Keep probe answers read under `generation`, up to `MAX_PROBES`."""
+        for stem, holds in answers.items():
+            if len(self.probes) >= MAX_PROBES:
+                break
+            self.probes[stem] = holds
 
 
 _KEPT: OrderedDict[Hashable, SampleWords] = OrderedDict()
@@ -55,6 +77,18 @@ def keep(key: Hashable, words: SampleWords) -> None:
 def forget_all() -> None:
     """Tests: start from no kept counts."""
     _KEPT.clear()
+
+
+def generation_sql(owners: Sequence[int]) -> str:
+    """One SQL expression: the generations of the users `owners` as text, in their order, `-`
+    for a user without one. The same text on both databases."""
+    assert owners and all(isinstance(u, int) for u in owners), owners  # written as literals
+    parts = [
+        f"coalesce((SELECT CAST(generation AS TEXT) FROM skill_generations "
+        f"WHERE user_id = {int(u)}), '-')"
+        for u in owners
+    ]
+    return " || ',' || ".join(parts)
 
 
 def sample_sql(dialect: str, where: str, known: SampleWords | None) -> str:
@@ -99,18 +133,15 @@ def sample_sql(dialect: str, where: str, known: SampleWords | None) -> str:
     )
 
 
-def rows_of(value: str) -> int:
-    """The number of rows of the sample `sample_sql`'s `value` describes (its fingerprint's):
-    the selection's rows, up to `ROWS_CAP`."""
-    return int(value.partition(",")[0])
-
-
-def read(dialect: str, value: str, known: SampleWords | None) -> tuple[SampleWords, bool]:
-    """The sample's words from `sample_sql`'s `value`, and whether they were counted anew."""
+def read(dialect: str, value: str, known: SampleWords | None, generation: str) -> SampleWords:
+    """The sample's words from `sample_sql`'s `value`, read under the owners' `generation`:
+    `known` when they are its words under that generation."""
     fingerprint, counted, words = value.partition(";")
     if not counted:
         assert known is not None and known.fingerprint == fingerprint, (fingerprint, known)
-        return known, False
+        if known.generation == generation:
+            return known
+        return replace(known, generation=generation, probes={})  # answers of the old one go
     rows = int(fingerprint.split(",")[0])
     df: Counter[str] = Counter()
     if dialect == "postgresql":
@@ -119,4 +150,4 @@ def read(dialect: str, value: str, known: SampleWords | None) -> tuple[SampleWor
     else:
         for line in words.split("\n"):
             df.update(set(line.split()))
-    return SampleWords(fingerprint, rows, dict(df)), True
+    return SampleWords(fingerprint, rows, dict(df), generation)

@@ -124,6 +124,10 @@ class GhostSkills:
         )
         return and_(named, or_(_in_scope(self.owner), and_(public, not_(own_plugin))))
 
+    def owners(self) -> tuple[int, ...]:
+        """The users whose rows the condition can match: the owner's and the public ones."""
+        return tuple(sorted({self.owner.user_id, SYSTEM_USER_ID}))
+
     @property
     def is_public_ghost(self) -> bool:
         return self.owner.user_id == SYSTEM_USER_ID
@@ -180,6 +184,9 @@ class ReadableSkills:
     """Every skill a user may read: their own, in any namespace, and the public ones."""
 
     user_id: int
+
+    def owners(self) -> tuple[int, ...]:
+        return tuple(sorted({self.user_id, SYSTEM_USER_ID}))
 
     def condition(self) -> ColumnElement[bool]:
         return or_(SkillSearch.user_id == self.user_id, _in_scope(PUBLIC_SKILLS))
