@@ -124,9 +124,18 @@ class GhostSkills:
         )
         return and_(named, or_(_in_scope(self.owner), and_(public, not_(own_plugin))))
 
+    @property
+    def uses_public(self) -> bool:
+        """Whether public skills can be among them (by name, plugin, or all of them)."""
+        return bool(self.names or self.plugins) or self.include_public or self.is_public_ghost
+
     def owners(self) -> tuple[int, ...]:
-        """The users whose rows the condition can match: the owner's and the public ones."""
-        return tuple(sorted({self.owner.user_id, SYSTEM_USER_ID}))
+        """The users whose rows the condition can match: the owner's, and the public ones'
+        when it uses public skills."""
+        users = {self.owner.user_id}
+        if self.uses_public:
+            users.add(SYSTEM_USER_ID)
+        return tuple(sorted(users))
 
     @property
     def is_public_ghost(self) -> bool:
@@ -154,8 +163,7 @@ class GhostSkills:
 
     def _condition(self) -> ColumnElement[bool]:
         public = _in_scope(PUBLIC_SKILLS)
-        uses_public = bool(self.names) or self.include_public or self.is_public_ghost
-        if uses_public and not self.is_public_ghost:
+        if self.uses_public and not self.is_public_ghost:
             shadowed = exists(
                 select(_OWN.kind_id).where(
                     _OWN.user_id == self.owner.user_id,

@@ -152,6 +152,28 @@ async def test_a_write_beside_the_sample_keeps_its_counts_under_the_new_generati
     assert before == await fresh(store, source, "harbour tides")
 
 
+async def test_a_public_write_recounts_only_the_ghosts_that_use_public_skills(
+    store: Store,
+) -> None:
+    scope = Scope(await store.user("alice"), "dev")
+    own = everything(scope)
+    spec = GhostSpec.model_validate({"skillSelector": {}, "includePublicSkills": True})
+    with_public = GhostSkills.from_spec(scope, spec)
+    await store.skill(scope, "tides", "Predict the tides of a harbour.")
+    await store.public_skill("harbour-pilot", "Pilot a ship into a harbour.")
+    sample.forget_all()
+    await hits(store, own, "harbour")
+    await hits(store, with_public, "harbour")
+    mine, both = await kept(store, own), await kept(store, with_public)
+    assert mine is not None and both is not None and (mine.rows, both.rows) == (1, 2)
+    await store.public_skill("harbour-tides", "Tides of a harbour.")
+    found = await hits(store, own, "harbour"), await hits(store, with_public, "harbour")
+    assert await kept(store, own) is mine  # its owner wrote nothing: nothing read again
+    now = await kept(store, with_public)
+    assert now is not None and now.rows == 3
+    assert found == (await fresh(store, own, "harbour"), await fresh(store, with_public, "harbour"))
+
+
 async def test_probe_answers_are_kept_until_the_owners_write(store: Store) -> None:
     source, _ = await big_catalog(store)
     query = "care for my quokka or my wombat"
