@@ -13,7 +13,7 @@ is seen by the next search of every process, in two steps:
 
 1. the generations of the selection's owners (`generation_sql`): one number per user, which
    triggers draw anew on every write of their search rows, labels or plugins (migration 0009).
-   Unchanged, nothing the selection reads has changed: two primary-key reads, where reading the
+   Unchanged, nothing the selection reads has changed: a primary-key read per owner, where the
    fingerprint scanned the sample's index entries;
 2. when one changed, the sample's fingerprint: a write elsewhere in the owner's skills leaves
    the sample as it was, and its counts are kept under the new generations; else the sample is
