@@ -9,7 +9,7 @@ from __future__ import annotations
 from sqlalchemy import delete, insert, select, update
 
 from backend.crd.ghost import GhostSpec
-from backend.db.models import Kind, SkillGeneration, SkillSearch
+from backend.db.models import Kind, SkillGeneration, SkillLabel, SkillSearch
 from backend.db.types import utcnow
 from backend.kinds.store import Scope
 from backend.skills import service
@@ -79,11 +79,10 @@ async def test_every_write_a_search_reads_draws_its_owners_generation(store: Sto
     assert await generation(store, alice) is None  # nothing written yet
     seen: list[int] = []
 
-    async def drawn() -> int:
+    async def drawn() -> None:
         value = await generation(store, alice)
         assert value is not None and value not in seen, (value, seen)
         seen.append(value)
-        return value
 
     await store.skill(scope, "tides", "Predict the tides of a harbour.")
     await drawn()
@@ -114,6 +113,14 @@ async def test_every_write_a_search_reads_draws_its_owners_generation(store: Sto
     await drawn()
     async with store.sessionmaker() as session:
         await session.execute(delete(Kind).where(plugin))
+        await session.commit()
+    await drawn()
+    # A label written on its own draws for the skill's owner.
+    async with store.sessionmaker() as session:
+        kind_id = await session.scalar(
+            select(SkillSearch.kind_id).where(SkillSearch.name == "tides")
+        )
+        await session.execute(insert(SkillLabel).values(kind_id=kind_id, key="tier", value="1"))
         await session.commit()
     await drawn()
     # A direct update of a search row, and a skill's row deleted (its index rows cascade).
