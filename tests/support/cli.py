@@ -71,7 +71,11 @@ class Terminal:
             env=env,
             close_fds=True,
         )
-        os.close(slave)
+        # Held open until `close`: when a pty's last slave closes, Linux hangs it up and may
+        # drop what the process wrote just before it exited (a busy machine lost a final
+        # "bye" that way). With it open, reads see all output, and the process's exit tells
+        # when no more will come.
+        self._slave = slave
         self.seen = ""
 
     def type(self, text: str) -> None:
@@ -103,15 +107,12 @@ class Terminal:
             left = end - time.monotonic()
             if left <= 0:
                 return False
+            exited = self.process.poll() is not None  # before the read: its output is in
             ready, _, _ = select.select([self.master], [], [], min(left, 0.5))
             if ready:
-                try:
-                    chunk = os.read(self.master, 4096)
-                except OSError:  # the process is gone (EIO)
-                    chunk = b""
-                if not chunk:
-                    assert needle in self.seen, f"{needle!r} not in:\n{self.seen}"
-                self.seen += chunk.decode(errors="replace")
+                self.seen += os.read(self.master, 4096).decode(errors="replace")
+            elif exited:  # gone, and nothing more to read
+                return False
         return True
 
     def close(self) -> None:
@@ -119,3 +120,4 @@ class Terminal:
             self.process.kill()
         self.process.wait(30)
         os.close(self.master)
+        os.close(self._slave)
