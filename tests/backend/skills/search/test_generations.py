@@ -14,15 +14,10 @@ from backend.db.types import utcnow
 from backend.kinds.store import Scope
 from backend.skills import service
 from backend.skills.search import sample
-from backend.skills.search.condition import where_sql
-from backend.skills.search.engine import CountsQuery, request_stems, search
-from backend.skills.search.sample import SampleWords
-from backend.skills.search.selection import PUBLIC_SKILLS, GhostSkills, SkillSource
-from backend.skills.search.text import query_terms
+from backend.skills.search.selection import PUBLIC_SKILLS, GhostSkills
+from tests.support.kept_counts import counts_query, everything, fresh, hits, kept
 from tests.support.search_catalog import add, big_catalog, crd
 from tests.support.skill_store import Store
-
-Hits = list[tuple[str, float]]
 
 
 async def generation(store: Store, user_id: int) -> int | None:
@@ -30,32 +25,6 @@ async def generation(store: Store, user_id: int) -> int | None:
         return await session.scalar(
             select(SkillGeneration.generation).where(SkillGeneration.user_id == user_id)
         )
-
-
-async def hits(store: Store, source: SkillSource, query: str) -> Hits:
-    async with store.sessionmaker() as session:
-        found = await search(session, source, query, limit=10, threshold=0.0)
-    return [(h.name, h.score) for h in found]
-
-
-async def fresh(store: Store, source: SkillSource, query: str) -> Hits:
-    sample.forget_all()
-    return await hits(store, source, query)
-
-
-async def counts_query(store: Store, source: SkillSource, query: str) -> CountsQuery:
-    async with store.sessionmaker() as session:
-        dialect = session.get_bind().dialect.name
-        stems = request_stems(query_terms(query))
-        return CountsQuery.of(dialect, where_sql(session, source), stems)
-
-
-async def kept(store: Store, source: SkillSource) -> SampleWords | None:
-    return (await counts_query(store, source, "")).known
-
-
-def everything(scope: Scope) -> GhostSkills:
-    return GhostSkills.from_spec(scope, GhostSpec.model_validate({"skillSelector": {}}))
 
 
 def kind_row(scope: Scope, kind: str, name: str) -> dict[str, object]:

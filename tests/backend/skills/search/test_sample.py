@@ -8,42 +8,15 @@ from __future__ import annotations
 
 from sqlalchemy import delete, select
 
-from backend.crd.ghost import GhostSpec
 from backend.db.models import Kind, SkillSearch
 from backend.kinds.store import Scope
 from backend.skills import service
 from backend.skills.search import sample
-from backend.skills.search.condition import where_sql
-from backend.skills.search.engine import ROWS_CAP, CountsQuery, search
-from backend.skills.search.sample import SampleWords
-from backend.skills.search.selection import GhostSkills, SkillSource
+from backend.skills.search.engine import ROWS_CAP
 from tests.support import zips
+from tests.support.kept_counts import everything, fresh, hits, kept
 from tests.support.search_catalog import big_catalog
 from tests.support.skill_store import Store
-
-Hits = list[tuple[str, float]]
-
-
-async def hits(store: Store, source: SkillSource, query: str) -> Hits:
-    async with store.sessionmaker() as session:
-        found = await search(session, source, query, limit=10, threshold=0.0)
-    return [(h.name, h.score) for h in found]
-
-
-async def fresh(store: Store, source: SkillSource, query: str) -> Hits:
-    """What a process that kept no counts answers."""
-    sample.forget_all()
-    return await hits(store, source, query)
-
-
-async def kept(store: Store, source: SkillSource) -> SampleWords | None:
-    async with store.sessionmaker() as session:
-        dialect = session.get_bind().dialect.name
-        return sample.kept(CountsQuery.of(dialect, where_sql(session, source), []).key)
-
-
-def everything(scope: Scope) -> GhostSkills:
-    return GhostSkills.from_spec(scope, GhostSpec.model_validate({"skillSelector": {}}))
 
 
 async def test_counts_are_kept_while_the_sample_is_unchanged_and_recounted_after_a_write(
