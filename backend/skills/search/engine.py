@@ -201,8 +201,11 @@ class CountsQuery:
             (row,) = await _rows(session, probe, self.where)
             found.update({s: answer == "1" for s, answer in zip(missed, str(row[0]), strict=True)})
         words.remember(found)
-        held = {**words.probes, **found}
-        df = {s: min(words.df.get(s, 0), DF_CAP) or int(held.get(s, False)) for s in self.stems}
+        kept = words.probes  # up to MAX_PROBES answers: looked up, not copied
+        df = {
+            s: min(words.df.get(s, 0), DF_CAP) or int(found.get(s, kept.get(s, False)))
+            for s in self.stems
+        }
         return Counts(min(words.rows, ROWS_CAP), df)
 
 
