@@ -82,9 +82,17 @@ def stem(word: str) -> str:
     return stemmed
 
 
+def _lower(word: str) -> str:
+    """`word` lowercased, still letters and digits only: lowercasing `İ` (U+0130, the one such
+    letter) adds a combining dot, which is dropped, so "İstanbul" is the word "istanbul"."""
+    lowered = word.lower()
+    return lowered if _WORD.fullmatch(lowered) else "".join(_WORD.findall(lowered))
+
+
 def words(text: str) -> list[str]:
-    """Lowercase words of `text`; camelCase and snake_case are split into their parts."""
-    return [w.lower() for w in _WORD.findall(_CAMEL.sub(" ", text)) if len(w) <= MAX_TERM_CHARS]
+    """Lowercase words of `text` (letters and digits only); camelCase and snake_case are split
+    into their parts."""
+    return [_lower(w) for w in _WORD.findall(_CAMEL.sub(" ", text)) if len(w) <= MAX_TERM_CHARS]
 
 
 def terms(text: str) -> list[str]:

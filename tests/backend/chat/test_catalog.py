@@ -86,3 +86,25 @@ async def test_over_budget_the_catalog_is_wanted_skills_and_best_matches(
     assert turn.search and not turn.uses_secrets  # the vault is not one of this Ghost's
     assert [e.name for e in turn.catalog] == ["charts", "avalanche"]
     assert [s.name for s in turn.specs] == ["charts"]
+
+
+async def test_a_message_with_a_dotted_capital_i_gets_its_catalog(
+    app: FastAPI, client: httpx.AsyncClient, alice: Account
+) -> None:
+    # Its lowercase once carried a combining mark into the stems, and every such turn failed.
+    await skills(client, alice)
+    source = GhostSkills.from_spec(
+        Scope(alice.id, "dev"), GhostSpec.model_validate({"skillSelector": {}})
+    )
+    for budget in (4000, 10):  # the full catalog, and the compact one with the best matches
+        async with app.state.sessionmaker() as session:
+            turn = await turn_skills(
+                session,
+                source,
+                SkillSpecCache(),
+                budget_tokens=budget,
+                message="İs the snowy slope safe near İnnsbruck?",
+                wanted=[],
+                threshold=0.25,
+            )
+        assert "avalanche" in [e.name for e in turn.catalog], budget

@@ -14,6 +14,7 @@ from backend.db.engine import sync_url
 from backend.db.migrate import alembic_config, schema_differences, upgrade
 from backend.db.models import SYSTEM_USER_ID
 from backend.skills.package import read_package
+from backend.skills.search.index import index_values
 from tests.support import services, zips
 
 
@@ -128,3 +129,37 @@ def test_existing_packages_become_version_one_with_one_blob_per_hash(empty_datab
     finally:
         engine.dispose()
     assert schema_differences(empty_database) == []
+
+
+def test_terms_indexed_with_a_combining_dot_are_indexed_again(empty_database: str) -> None:
+    # Before 0010, "İstanbul" was indexed as "i" + U+0307 + "stanbul", which no request matches.
+    upgrade(empty_database, "0009_skill_generations")
+    crd = read_package(zips.skill("ferry", description="Ferries of İstanbul.")).to_crd()
+    stored = json.dumps(crd.model_dump(mode="json", by_alias=True, exclude_none=True))
+    values = index_values(1, SYSTEM_USER_ID, "default", json.loads(stored))
+    values["desc_terms"] = values["desc_terms"].replace("istanbul", "i\u0307stanbul")
+    columns = [c for c in values if c != "revision"] + ["revision"]
+    engine = create_engine(sync_url(empty_database))
+    try:
+        with engine.begin() as conn:
+            conn.execute(
+                text(
+                    "INSERT INTO kinds (id, user_id, kind, namespace, name, json, is_active,"
+                    " resource_version, created_at, updated_at) VALUES (1, 0, 'Skill',"
+                    " 'default', 'ferry', :json, true, 1, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)"
+                ),
+                {"json": stored},
+            )
+            conn.execute(
+                text(
+                    f"INSERT INTO skill_search ({', '.join(columns)}) "
+                    f"VALUES ({', '.join(':' + c for c in columns)})"
+                ),
+                values,
+            )
+        upgrade(empty_database)
+        with engine.connect() as conn:
+            terms = conn.execute(text("SELECT desc_terms FROM skill_search")).scalar_one()
+    finally:
+        engine.dispose()
+    assert terms.split() == ["ferri", "istanbul"]

@@ -93,9 +93,14 @@ def test_skill_fields_come_from_name_display_name_tags_description_and_body_star
 
 
 def test_only_letter_and_digit_stems_reach_the_sql() -> None:
-    hostile = "o'reilly'); DROP TABLE kinds;-- “quoted” naïve 東京"
+    hostile = "o'reilly'); DROP TABLE kinds;-- “quoted” naïve 東京 İSTANBUL"
     stems = request_stems(query_terms(hostile))
     assert stems and all(s.isalnum() for s in stems)  # the tokenizer split the quotes away
     forged = QueryTerm("x'", frozenset())  # a stem the tokenizer cannot make: refused again
     with pytest.raises(ValueError, match="letters and digits"):
         request_stems([forged])
+
+
+def test_lowercasing_never_adds_a_mark_to_a_word() -> None:
+    # U+0130 is the one letter whose lowercase is not letters only ("i" and U+0307).
+    assert terms("İstanbul İzmir") == ["istanbul", "izmir"] == terms("istanbul izmir")
