@@ -9,7 +9,8 @@ stack. This loader:
 - measures the node graph *as if aliases were expanded* (memoized, so in time linear in the
   nodes) and refuses it when that exceeds the budget, or when an alias makes it cyclic;
 - constructs only JSON types: timestamps stay strings, non-finite floats stay their text,
-  mapping keys are strings as written, any other tag (`!!binary`, `!!set`, `!python/...`) fails.
+  mapping keys are strings as written, any other tag (`!!binary`, `!!set`, `!python/...`) fails,
+  and so does an integer longer than `MAX_INT_CHARS` (Python would refuse or bloat on it).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ except ImportError:  # pragma: no cover - PyYAML built without libyaml
 
 MAX_DEPTH = 32  # nested mappings/sequences, aliases expanded
 _TIMESTAMP = "tag:yaml.org,2002:timestamp"
-_JSON_TAGS = [f"tag:yaml.org,2002:{t}" for t in ("null", "bool", "int", "str", "seq", "map")]
+_JSON_TAGS = [f"tag:yaml.org,2002:{t}" for t in ("null", "bool", "str", "seq", "map")]
 _TEXT_TAGS = {"tag:yaml.org,2002:str", "tag:yaml.org,2002:null"}
 
 
@@ -53,6 +54,18 @@ class LoadedYaml:
     raw_scalars: dict[str, str]
 
 
+MAX_INT_CHARS = 100  # a longer integer is no setting: Python refuses to parse 4,300 digits
+
+
+def _construct_int(loader: SafeConstructor, node: ScalarNode) -> int:
+    if len(node.value) > MAX_INT_CHARS:
+        raise ConstructorError(
+            None, None, f"found an integer of more than {MAX_INT_CHARS} characters", node.start_mark
+        )
+    value: int = loader.construct_yaml_int(node)
+    return value
+
+
 def _construct_float(loader: SafeConstructor, node: ScalarNode) -> float | str:
     value = loader.construct_yaml_float(node)
     return value if math.isfinite(value) else str(node.value)
@@ -65,6 +78,7 @@ class _JsonLoader(_Loader):
     }
     yaml_constructors = {
         **{tag: SafeConstructor.yaml_constructors[tag] for tag in _JSON_TAGS},
+        "tag:yaml.org,2002:int": _construct_int,
         "tag:yaml.org,2002:float": _construct_float,
         None: SafeConstructor.construct_undefined,
     }

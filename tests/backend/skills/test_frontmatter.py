@@ -120,6 +120,20 @@ def test_values_become_json_safe() -> None:
     json.dumps(md.frontmatter, allow_nan=False)
 
 
+@pytest.mark.parametrize("digits", ["9" * 5000, "0x" + "f" * 5000, "1" * 101])
+def test_an_integer_too_long_to_be_a_setting_is_a_yaml_error(digits: str) -> None:
+    # Python refuses to parse 4,300 decimal digits (a ValueError, once a 500), and a hex one
+    # that long is no setting either.
+    err = refused(f"---\nname: demo\nmetadata:\n  a: {digits}\n---\n")
+    assert (err.code, err.details["line"]) == ("yaml_error", 4)
+    assert "integer of more than 100 characters" in err.message
+
+
+def test_integers_of_ordinary_sizes_still_load() -> None:
+    md = parse(f"---\nname: demo\nsmall: 0x1f\nlong: {'9' * 100}\n---\n")
+    assert md.frontmatter["small"] == 31 and md.frontmatter["long"] == int("9" * 100)
+
+
 def test_a_non_scalar_key_is_a_yaml_error() -> None:
     err = refused("---\nname: demo\nconfig:\n  ? [a, b]\n  : c\n---\n")
     assert (err.code, err.details["line"]) == ("yaml_error", 4)
