@@ -69,14 +69,18 @@ def _warn(code: str, message: str) -> SkillWarning:
     return SkillWarning(code=code, message=message)
 
 
-def _json(tree: Tree, path: str) -> Any:
+_MANIFEST_CODE = "invalid_plugin_manifest"
+
+
+def tree_json(tree: Mapping[str, TreeFile], path: str, code: str) -> Any:
+    """The JSON document at `path` of a package tree; 422 `code` naming the entry when it is
+    not one (bad encoding, syntax, a 5,000-digit number, nesting too deep for the parser)."""
     try:
         return json.loads(tree[path].data.decode("utf-8-sig"))
-    except (UnicodeDecodeError, ValueError) as exc:
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        problem = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
         raise InvalidRequest(
-            f"{path} is not valid JSON: {exc}",
-            code="invalid_plugin_manifest",
-            details={"entry": path},
+            f"{path} is not valid JSON: {problem}", code=code, details={"entry": path}
         ) from None
 
 
@@ -253,7 +257,7 @@ def read_plugin(
     manifest). Raises `SkillhiveError` when the plugin as a whole is refused."""
     manifest: dict[str, Any] = {}
     if MANIFEST in tree:
-        loaded = _json(tree, MANIFEST)
+        loaded = tree_json(tree, MANIFEST, _MANIFEST_CODE)
         if not isinstance(loaded, dict):
             raise InvalidRequest(
                 f"{MANIFEST} must be a JSON object", code="invalid_plugin_manifest"
@@ -276,9 +280,9 @@ def read_plugin(
     if isinstance(info.get("mcpServers"), dict):
         mcp_raw = info["mcpServers"]
     elif isinstance(info.get("mcpServers"), str) and _clean(info["mcpServers"]) in tree:
-        mcp_raw = _json(tree, _clean(info["mcpServers"]))
+        mcp_raw = tree_json(tree, _clean(info["mcpServers"]), _MANIFEST_CODE)
     elif ".mcp.json" in tree:
-        mcp_raw = _json(tree, ".mcp.json")
+        mcp_raw = tree_json(tree, ".mcp.json", _MANIFEST_CODE)
     servers = plugin_servers(mcp_raw or {}, public=public)
     warnings += servers.warnings
 

@@ -11,7 +11,6 @@ a plugin cannot keep. Nothing is ever dropped silently.
 from __future__ import annotations
 
 import asyncio
-import json
 import posixpath
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -34,7 +33,7 @@ from backend.kinds import store
 from backend.kinds.store import Scope
 from backend.ops.quotas import Limit, check_stored
 from backend.plugins.marketplace import Listing, RemoteFetcher, SharedBudget, listings
-from backend.plugins.reader import PluginDraft, read_plugin
+from backend.plugins.reader import PluginDraft, read_plugin, tree_json
 from backend.plugins.tree import MARKETPLACE, TreeFile, read_tree, rooted, subtree
 from backend.skills import versions
 from backend.skills.limits import ArchiveLimits
@@ -361,7 +360,7 @@ async def import_tree(
         )
     marketplace = MARKETPLACE in tree
     if marketplace:
-        document = _json_document(tree)
+        document = tree_json(tree, MARKETPLACE, "invalid_marketplace")
         found = listings(tree, document)
     else:
         found = [Listing(fallback_name, {}, folder="")]
@@ -413,17 +412,6 @@ def _source_changed(name: str, found: str) -> Conflict:
         code="source_changed",
         details={"name": name},
     )
-
-
-def _json_document(tree: dict[str, TreeFile]) -> Any:
-    try:
-        return json.loads(tree[MARKETPLACE].data.decode("utf-8-sig"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise InvalidRequest(
-            f"{MARKETPLACE} is not valid JSON: {exc}",
-            code="invalid_marketplace",
-            details={"entry": MARKETPLACE},
-        ) from None
 
 
 async def get(session: AsyncSession, scope: Scope, name: str) -> dict[str, Any]:

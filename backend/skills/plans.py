@@ -168,7 +168,7 @@ async def model_plan(
             except ValidationError:
                 notes.append(f"step {index} refused: not a {{tool, arguments, reason}} object")
         return steps, notes
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested too deeply to parse
         return [], ["the model's answer was not a JSON plan"]
 
 

@@ -255,3 +255,13 @@ async def test_a_plugin_listed_twice_is_imported_once_and_the_second_reported(
     first, second = answer.json()["plugins"]
     assert first["status"] == "created"
     assert second["status"] == "refused" and second["code"] == "duplicate_plugin"
+
+
+async def test_a_marketplace_or_manifest_nested_too_deeply_is_refused_with_its_code(
+    app: FastAPI, client: httpx.AsyncClient, alice: Account
+) -> None:
+    deep = "[" * 100_000 + "]" * 100_000  # overflowed the JSON parser's stack: once a 500
+    market = {".claude-plugin/marketplace.json": deep, **SALES_FILES}
+    assert_error(await post_zip(client, alice, build_zip(market)), 422, "invalid_marketplace")
+    plugin = {".claude-plugin/plugin.json": deep, "skills/a/SKILL.md": "---\nname: a\n---\n"}
+    assert_error(await post_zip(client, alice, build_zip(plugin)), 422, "invalid_plugin_manifest")

@@ -57,11 +57,18 @@ def test_a_refused_skill_is_reported_and_the_rest_imports() -> None:
     assert refusal.path == "skills/bad" and refusal.code == "invalid_frontmatter"
 
 
-def test_an_invalid_manifest_refuses_the_plugin() -> None:
-    files = tree({".claude-plugin/plugin.json": "{not json", "skills/a/SKILL.md": skill("a")})
+@pytest.mark.parametrize(
+    "manifest",
+    ["{not json", "[" * 100_000 + "]" * 100_000, '{"name": ' + "9" * 5000 + "}"],
+    ids=["syntax", "nested too deeply", "5,000-digit number"],
+)
+def test_an_invalid_manifest_refuses_the_plugin(manifest: str) -> None:
+    # The deep one overflowed the parser's stack (a RecursionError, once a 500).
+    files = tree({".claude-plugin/plugin.json": manifest, "skills/a/SKILL.md": skill("a")})
     with pytest.raises(InvalidRequest) as caught:
         read_plugin(files, fallback_name="kit", limits=DEFAULT_LIMITS, public=False)
     assert caught.value.code == "invalid_plugin_manifest"
+    assert caught.value.details == {"entry": ".claude-plugin/plugin.json"}
 
 
 def test_variables_become_secret_placeholders_except_the_plugin_root() -> None:
