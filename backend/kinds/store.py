@@ -7,6 +7,7 @@ creationTimestamp included), so reads hand it out as stored; listing never decod
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +20,7 @@ from backend.db.models import SYSTEM_USER_ID, Kind
 from backend.db.types import utcnow
 from backend.errors import Conflict, NotFound, PreconditionFailed
 from backend.kinds import cursor
+from backend.kinds.cursor import MAX_ID
 
 MAX_PAGE = 500
 
@@ -205,12 +207,17 @@ async def replace(
     return row
 
 
+_VERSION = re.compile(r"[0-9]{1,19}")
+
+
 def parse_if_match(value: str | None) -> int | None:
     """`If-Match: "3"` / `3` -> 3; `*` or absent -> None (no precondition)."""
     if value is None or value.strip() == "*":
         return None
     raw = value.strip().removeprefix("W/").strip('"')
-    if not raw.isdigit():
+    # ASCII digits of a version that fits its column: `isdigit()` also takes "²" and "٣",
+    # which int() refuses, and 5,000 digits Python will not parse (both were 500s).
+    if not _VERSION.fullmatch(raw) or int(raw) > MAX_ID:
         raise PreconditionFailed(
             "If-Match must carry a resourceVersion", code="resource_version_mismatch"
         )

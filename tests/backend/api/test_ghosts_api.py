@@ -135,6 +135,14 @@ async def test_delete_honours_if_match_then_the_ghost_is_gone(
     assert (await create(client, alice.headers, ghost("g"))).status_code == 201
     stale = await client.delete(f"{BASE}/g", headers={**alice.headers, "If-Match": '"2"'})
     assert_error(stale, 412, "resource_version_mismatch")
+    # "²" (latin-1) passes str.isdigit() but not int(); Python parses no 5,000-digit int: 500s
+    for odd in (b"\xb2", b"1" * 5000, b"\xd9\xa3", b"99999999999999999999"):
+        refused = await client.delete(f"{BASE}/g", headers={**alice.headers, "If-Match": odd})
+        assert_error(refused, 412, "resource_version_mismatch")
+        replaced = await client.put(
+            f"{BASE}/g", json=ghost("g"), headers={**alice.headers, "If-Match": odd}
+        )
+        assert_error(replaced, 412, "resource_version_mismatch")
     assert await ghost_rows(app) == 1
     gone = await client.delete(f"{BASE}/g", headers={**alice.headers, "If-Match": '"1"'})
     assert gone.status_code == 204
