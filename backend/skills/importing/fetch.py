@@ -39,8 +39,12 @@ def normalize_path(path: str | None) -> str:
 
 
 def _check_url(url: str) -> str:
-    parts = urlsplit(url)
-    if parts.scheme not in ("https", "http") or not parts.hostname:
+    try:
+        parts = urlsplit(url)
+        host, _ = parts.hostname, parts.port  # each raises on a malformed authority
+    except ValueError:  # "http://[::1", a port out of range
+        raise refused("invalid_import_url", "the URL is malformed") from None
+    if parts.scheme not in ("https", "http") or not host:
         raise refused("invalid_import_url", "the URL must be an http or https URL")
     if parts.username or parts.password:
         raise refused("invalid_import_url", "credentials in the URL are not accepted")

@@ -278,6 +278,21 @@ async def test_without_an_allow_setting_a_loopback_url_is_refused(
     assert server.requests == []
 
 
+@pytest.mark.parametrize(
+    "url",
+    ["http://[::1", "https://[::1/x", "http://example.com:99999/", "ftp://example.com/", "x"],
+)
+async def test_a_malformed_url_is_refused_before_any_request(
+    client: httpx.AsyncClient, alice: Account, url: str
+) -> None:
+    # urlsplit raises on an unclosed IPv6 bracket, and `.port` on a port out of range: 500s
+    assert_error(await do_import(client, alice, url), 422, "invalid_import_url")
+    plugin = await client.post(
+        "/api/v1/namespaces/dev/plugins/import", json={"url": url}, headers=alice.headers
+    )
+    assert_error(plugin, 422, "invalid_import_url")
+
+
 async def test_limits_refuse_a_large_download_a_slow_source_and_a_failing_one(
     app: FastAPI, client: httpx.AsyncClient, alice: Account, server: SourceServer
 ) -> None:
