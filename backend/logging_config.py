@@ -10,6 +10,7 @@ of them names it in `SKILLHIVE_LOG_LEVELS`, knowing what it prints.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -44,6 +45,24 @@ NOISY_LOGGERS = (
 )
 
 
+# C0 and C1 controls and the Unicode line and paragraph separators: in a message they could
+# forge a line of their own (a request path holding "%0A...") or hide the rest of it (NUL).
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def escape_controls(text: str) -> str:
+    r"""`text` with each control character written as its escape (`\n`, `\x00`, `\u2028`)."""
+    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
+class OneLineFormatter(logging.Formatter):
+    """Each message is one line whatever its arguments hold; a traceback still follows it."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802 - logging's name
+        record.message = escape_controls(record.message)
+        return super().formatMessage(record)
+
+
 def _quieter(level: str, floor: str) -> str:
     return level if logging.getLevelName(level) >= logging.getLevelName(floor) else floor
 
@@ -59,7 +78,10 @@ def logging_dict(level: str, overrides: Mapping[str, str] | None = None) -> dict
         "version": 1,
         "disable_existing_loggers": False,
         "formatters": {
-            "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+            "plain": {
+                "()": OneLineFormatter,
+                "fmt": "%(asctime)s %(levelname)s %(name)s %(message)s",
+            },
         },
         "handlers": {
             "stderr": {"class": "logging.StreamHandler", "formatter": "plain"},

@@ -173,3 +173,30 @@ async def test_libraries_the_operator_names_do_log_what_the_defaults_keep_out(
 
     text = "\n".join(capture.lines)
     assert MESSAGE in text and URL_QUERY in text  # so the test above can fail
+
+
+async def test_a_request_path_cannot_forge_or_hide_a_log_line(
+    client: httpx.AsyncClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The path is decoded before it is logged: "%0A" was a real newline, and "%00" a NUL.
+    caplog.set_level(logging.INFO, logger="skillhive.access")
+    forged = "x%0A2026-12-02 06:00:00,000 INFO skillhive.access DELETE /api/v1/users/1 204%00"
+    await client.get(f"/api/v1/conversations/{forged}")
+    (record,) = [r for r in caplog.records if r.name == "skillhive.access"]
+    with configured("INFO"):
+        line = logging.getLogger().handlers[0].format(record)
+    assert "\n" not in line and "\x00" not in line
+    assert "x\\n2026-12-02 06:00:00,000 INFO" in line and "204\\x00" in line
+
+
+def test_a_traceback_still_follows_its_one_line_message() -> None:
+    try:
+        raise ValueError("boom")
+    except ValueError:
+        record = logging.LogRecord(
+            "skillhive", logging.ERROR, __file__, 1, "a\r\nb", None, sys.exc_info()
+        )
+    with configured("INFO"):
+        line = logging.getLogger().handlers[0].format(record)
+    first, *rest = line.splitlines()
+    assert first.endswith("ERROR skillhive a\\r\\nb") and rest[0].startswith("Traceback")
