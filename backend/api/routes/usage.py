@@ -67,7 +67,10 @@ async def usage(
     `day`, `ghost` or `model`. Admins may name another `user`, or ask `group_by=user` for all
     users (non-admins: 403 `admin_required`)."""
     end = _aware(to) if to else datetime.now(UTC)
-    start = _aware(from_) if from_ else end - timedelta(days=DEFAULT_DAYS)
+    try:
+        start = _aware(from_) if from_ else end - timedelta(days=DEFAULT_DAYS)
+    except OverflowError:  # `to` in the first days of year 1
+        raise InvalidRequest("`to` is too early", code="invalid_range") from None
     if start > end:
         raise InvalidRequest("`from` is after `to`", code="invalid_range")
     if (user is not None and user != caller.name) or group_by == "user":

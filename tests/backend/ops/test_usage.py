@@ -187,3 +187,14 @@ async def chat(
 def settings(settings: Settings) -> Settings:
     """The scripted model server is on loopback: reached through an explicit egress allow."""
     return settings.model_copy(update={"egress_allow": LOOPBACK_ALLOW})
+
+
+@pytest.mark.parametrize(
+    "params",
+    [{"to": "0001-01-01T00:00:00"}, {"from": "2026-02-01", "to": "2026-01-01"}],
+    ids=["30 days before year 1 (an OverflowError, once a 500)", "from after to"],
+)
+async def test_a_range_that_is_no_range_is_refused(
+    client: httpx.AsyncClient, bob: Account, params: dict[str, str]
+) -> None:
+    assert_error(await client.get(USAGE, params=params, headers=bob.headers), 422, "invalid_range")
