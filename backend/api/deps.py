@@ -57,6 +57,9 @@ SessionDep = Annotated[AsyncSession, Depends(get_session)]
 ImportSlotsDep = Annotated[ImportSlots, Depends(get_import_slots)]
 # A numeric id in a path: out of the id columns' range is a 422, not a driver error (500).
 RowId = Annotated[int, Path(ge=0, le=MAX_ID)]
+# A text id in a path (a conversation's, an artifact's): PostgreSQL text holds no NUL, so one
+# is a 422 too, on either database.
+TextId = Annotated[str, Path(min_length=1, max_length=64, pattern="^[^\x00]+$")]
 
 
 def bearer_token(authorization: str | None) -> str:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Annotated, Any, cast
 
+from pydantic import Field
 from sqlalchemy import (
     Integer,
     Table,
@@ -26,7 +27,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from backend.db.models import Conversation, Message, User, UserQuota
 from backend.db.sqlite_driver import defer, execute_and_commit
-from backend.db.types import utcnow
+from backend.db.types import NoNul, utcnow
 from backend.errors import NotFound
 from backend.ghosts.resolve import ghost_text_of
 from backend.kinds import cursor
@@ -40,6 +41,8 @@ TITLE_CHARS = 80
 DEFAULT_TITLE = "New conversation"  # until the first message names the conversation
 # The most characters of one user message (REST and Socket.IO alike).
 MAX_MESSAGE_CHARS = 100_000
+# A user message as REST and Socket.IO take it.
+MessageText = Annotated[str, Field(min_length=1, max_length=MAX_MESSAGE_CHARS), NoNul]
 
 # The statements every turn runs, built once with bind parameters: building a statement and its
 # cache key cost more than SQLite took to run it (SQLAlchemy memoizes a built statement's key).

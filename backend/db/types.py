@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from pydantic import AfterValidator
 from sqlalchemy import JSON, DateTime, Dialect
 from sqlalchemy.types import TypeDecorator
 
@@ -33,3 +34,15 @@ JSONType: Any = JSON()
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+def no_nul(text: str) -> str:
+    """`text`, unless it holds a NUL character: PostgreSQL text cannot (the driver fails), so
+    text bound for the database takes none on SQLite either."""
+    if "\x00" in text:
+        raise ValueError("must not contain NUL characters (U+0000)")
+    return text
+
+
+# pydantic metadata for a `str` that will be stored or looked up in the database.
+NoNul = AfterValidator(no_nul)

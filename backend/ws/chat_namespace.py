@@ -9,13 +9,14 @@ is `backend/ws/server.py`.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Annotated, Any
 
 import socketio
 from pydantic import BaseModel, Field, ValidationError
 
 from backend.chat import conversations
 from backend.chat.runtime import ChatRuntime
+from backend.db.types import NoNul
 from backend.errors import InvalidRequest, SkillhiveError, Unauthorized
 from backend.ws.live_auth import LiveAuth
 from backend.ws.rooms import NAMESPACE, conversation_room, user_room
@@ -24,18 +25,18 @@ log = logging.getLogger("skillhive.ws")
 
 
 class _ConversationRef(BaseModel):
-    conversation_id: str = Field(min_length=1, max_length=64)
+    conversation_id: Annotated[str, NoNul] = Field(min_length=1, max_length=64)
 
 
 class _SkillResponse(BaseModel):
-    request_id: str = Field(min_length=1, max_length=64)
+    request_id: Annotated[str, NoNul] = Field(min_length=1, max_length=64)
     success: bool
     result: Any = None
     error: str | None = Field(None, max_length=10_000)
 
 
 class _Send(_ConversationRef):
-    content: str = Field(min_length=1, max_length=conversations.MAX_MESSAGE_CHARS)
+    content: conversations.MessageText
 
 
 def _error(exc: SkillhiveError) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Query, Request, Response
 from pydantic import BaseModel, Field
 
-from backend.api.deps import CurrentUser, SessionDep, SettingsDep
+from backend.api.deps import CurrentUser, SessionDep, SettingsDep, TextId
 from backend.api.errors import errors
 from backend.api.file_upload import FILE_BODY_OPENAPI, read_file
 from backend.artifacts import store
@@ -23,7 +23,8 @@ from backend.db.models import ConversationArtifact
 
 router = APIRouter(prefix="/conversations", tags=["conversations"])
 
-_NOT_FOUND = errors((404, "no such conversation of the caller (`conversation_not_found`)"))
+# 422: an id that cannot be one (NUL, over 64 characters: `TextId`)
+_NOT_FOUND = errors((404, "no such conversation of the caller (`conversation_not_found`)"), 422)
 
 
 class ArtifactOut(BaseModel):
@@ -60,9 +61,9 @@ def _out(row: ConversationArtifact) -> ArtifactOut:
     )
 
 
-@router.get("/{conversation_id}/artifacts", responses={**_NOT_FOUND, **errors(422)})
+@router.get("/{conversation_id}/artifacts", responses=_NOT_FOUND)
 async def list_artifacts(
-    conversation_id: str,
+    conversation_id: TextId,
     user: CurrentUser,
     session: SessionDep,
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
@@ -87,12 +88,13 @@ async def list_artifacts(
                 404,
                 "no such conversation of the caller, or no such artifact in it "
                 "(`conversation_not_found`, `artifact_not_found`)",
-            )
+            ),
+            422,
         ),
     },
 )
 async def download_artifact(
-    conversation_id: str, artifact_id: str, user: CurrentUser, session: SessionDep
+    conversation_id: TextId, artifact_id: TextId, user: CurrentUser, session: SessionDep
 ) -> Response:
     await conversations.get(session, user.id, conversation_id)
     row = await store.get(session, conversation_id, artifact_id, with_data=True)
@@ -124,7 +126,7 @@ async def download_artifact(
     openapi_extra=FILE_BODY_OPENAPI,
 )
 async def upload_file(
-    conversation_id: str,
+    conversation_id: TextId,
     request: Request,
     user: CurrentUser,
     session: SessionDep,
@@ -150,9 +152,9 @@ async def upload_file(
     return _out(row)
 
 
-@router.get("/{conversation_id}/files", responses={**_NOT_FOUND, **errors(422)})
+@router.get("/{conversation_id}/files", responses=_NOT_FOUND)
 async def list_files(
-    conversation_id: str,
+    conversation_id: TextId,
     user: CurrentUser,
     session: SessionDep,
     limit: Annotated[int, Query(ge=1, le=500)] = 100,

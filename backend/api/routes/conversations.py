@@ -12,12 +12,13 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from backend.api.deps import ChatDep, CurrentUser, SessionDep, TransportDep
+from backend.api.deps import ChatDep, CurrentUser, SessionDep, TextId, TransportDep
 from backend.api.errors import errors
 from backend.api.sse import sse_frame
 from backend.chat import conversations
 from backend.chat.transport import TurnEnded, TurnEnvelope, message_json
 from backend.db.models import Conversation
+from backend.db.types import NoNul
 from backend.errors import ServiceUnavailable
 from backend.ghosts.resolve import ghost_row
 from backend.ops.quotas import check_stored
@@ -27,13 +28,16 @@ router = APIRouter(prefix="/conversations", tags=["conversations"])
 
 
 class ConversationCreate(BaseModel):
-    ghost: str = Field(min_length=3, max_length=140, description='"ns/name" or "public/name"')
-    title: str | None = Field(None, max_length=conversations.TITLE_CHARS)
+    ghost: Annotated[str, NoNul] = Field(
+        min_length=3, max_length=140, description='"ns/name" or "public/name"'
+    )
+    title: Annotated[str, NoNul] | None = Field(None, max_length=conversations.TITLE_CHARS)
 
 
 Title = Annotated[
     str,
     StringConstraints(strip_whitespace=True, min_length=1, max_length=conversations.TITLE_CHARS),
+    NoNul,
 ]
 
 
@@ -81,7 +85,7 @@ class ConversationList(BaseModel):
 
 
 class MessageIn(BaseModel):
-    content: str = Field(min_length=1, max_length=conversations.MAX_MESSAGE_CHARS)
+    content: conversations.MessageText
 
 
 class MessageOut(BaseModel):
@@ -111,7 +115,8 @@ class CancelResult(BaseModel):
     cancelled: bool = Field(description="false when no turn was running")
 
 
-_NOT_FOUND = errors((404, "no such conversation of the caller (`conversation_not_found`)"))
+# 422: an id that cannot be one (NUL, over 64 characters: `TextId`)
+_NOT_FOUND = errors((404, "no such conversation of the caller (`conversation_not_found`)"), 422)
 _SSE_EVENTS = (
     "`start`, `token`, `tool_start`, `tool_end`, `skill_loaded`, `skill_error`, `mcp_error`, "
     "`artifact`, `mcp_call`, `usage`, then `done` or `error`"
@@ -152,15 +157,15 @@ async def list_conversations(
 
 @router.get("/{conversation_id}", responses=_NOT_FOUND)
 async def get_conversation(
-    conversation_id: str, user: CurrentUser, session: SessionDep
+    conversation_id: TextId, user: CurrentUser, session: SessionDep
 ) -> ConversationOut:
     row = await conversations.get(session, user.id, conversation_id)
     return (await _with_usage(session, [row]))[0]
 
 
-@router.patch("/{conversation_id}", responses={**_NOT_FOUND, **errors(422)})
+@router.patch("/{conversation_id}", responses=_NOT_FOUND)
 async def rename_conversation(
-    conversation_id: str, body: ConversationRename, user: CurrentUser, session: SessionDep
+    conversation_id: TextId, body: ConversationRename, user: CurrentUser, session: SessionDep
 ) -> ConversationOut:
     """Change the conversation's title."""
     row = await conversations.rename(session, user.id, conversation_id, body.title)
@@ -170,7 +175,7 @@ async def rename_conversation(
 
 @router.delete("/{conversation_id}", status_code=204, responses=_NOT_FOUND)
 async def delete_conversation(
-    conversation_id: str, user: CurrentUser, session: SessionDep, transport: TransportDep
+    conversation_id: TextId, user: CurrentUser, session: SessionDep, transport: TransportDep
 ) -> Response:
     await conversations.get(session, user.id, conversation_id)
     await session.commit()  # ends the read: no connection held while the turn stops
@@ -182,7 +187,7 @@ async def delete_conversation(
 
 @router.post("/{conversation_id}/cancel", responses=_NOT_FOUND)
 async def cancel_turn(
-    conversation_id: str, user: CurrentUser, session: SessionDep, transport: TransportDep
+    conversation_id: TextId, user: CurrentUser, session: SessionDep, transport: TransportDep
 ) -> CancelResult:
     """Cancel the running turn (it ends with `cancelled`); `cancelled: false` if none ran."""
     await conversations.get(session, user.id, conversation_id)
@@ -193,10 +198,10 @@ async def cancel_turn(
 @router.get(
     "/{conversation_id}/messages",
     response_model=MessageList,
-    responses={**_NOT_FOUND, **errors(422)},
+    responses=_NOT_FOUND,
 )
 async def list_messages(
-    conversation_id: str,
+    conversation_id: TextId,
     user: CurrentUser,
     session: SessionDep,
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
@@ -234,7 +239,7 @@ async def list_messages(
     },
 )
 async def send_message(
-    conversation_id: str,
+    conversation_id: TextId,
     body: MessageIn,
     user: CurrentUser,
     request: Request,

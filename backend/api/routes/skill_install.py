@@ -14,6 +14,7 @@ from backend.artifacts import store
 from backend.artifacts.packages import package_zip
 from backend.chat import conversations
 from backend.crd.skill import Skill
+from backend.db.types import NoNul
 from backend.kinds.store import Scope
 from backend.skills import service
 from backend.skills.limits import ArchiveLimits
@@ -22,8 +23,12 @@ router = APIRouter(prefix="/namespaces/{namespace}/skills", tags=["skills"])
 
 
 class SkillInstall(BaseModel):
-    conversation: str = Field(min_length=1, max_length=36, description="the caller's conversation")
-    artifact: str = Field(min_length=1, max_length=36, description="its artifact: a ZIP or tar")
+    conversation: Annotated[str, NoNul] = Field(
+        min_length=1, max_length=36, description="the caller's conversation"
+    )
+    artifact: Annotated[str, NoNul] = Field(
+        min_length=1, max_length=36, description="its artifact: a ZIP or tar"
+    )
 
 
 @router.post(

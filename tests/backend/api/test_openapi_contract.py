@@ -618,6 +618,11 @@ async def _artifacts(
     expect(await c.get(f"{API}/conversations/nope/artifacts", headers=h), 404)
     expect(await c.get(f"{one}/artifacts/{row.id}", headers=h), 200)
     expect(await c.get(f"{one}/artifacts/nope", headers=h), 404)
+    expect(await c.get(f"{one}/artifacts/a%00b", headers=h), 422)  # `TextId`: no NUL
+    nul = f"{API}/conversations/a%00b"
+    expect(await c.get(nul, headers=h), 422)
+    expect(await c.delete(nul, headers=h), 422)
+    expect(await c.post(f"{nul}/cancel", headers=h), 422)
     files = {"file": ("data.txt", b"a,b", "text/plain")}
     expect(await c.post(f"{one}/files", files=files, headers=h), 201)
     expect(await c.post(f"{one}/files", files=files, headers=bob.headers), 404)

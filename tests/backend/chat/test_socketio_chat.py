@@ -117,6 +117,26 @@ async def test_other_users_cannot_join_send_or_cancel(
     assert unknown["error"]["code"] == "unknown_event"
 
 
+async def test_a_nul_in_an_event_is_an_invalid_request(
+    client: httpx.AsyncClient, chat: ChatSetup, connect: Any
+) -> None:
+    # PostgreSQL text holds no NUL: looking up or storing one was a driver error.
+    cid = await chat.conversation(client)
+    sock, _ = await connect(chat.account)
+    for event, data in [
+        ("conversation:join", {"conversation_id": "a\x00b"}),
+        ("chat:send", {"conversation_id": "a\x00b", "content": "hi"}),
+        ("chat:send", {"conversation_id": cid, "content": "hi\x00"}),
+        ("chat:cancel", {"conversation_id": "a\x00b"}),
+    ]:
+        ack = await call(sock, event, data)
+        assert ack["ok"] is False and ack["error"]["code"] == "invalid_request", (event, ack)
+    messages = await client.get(
+        f"/api/v1/conversations/{cid}/messages", headers=chat.account.headers
+    )
+    assert messages.json()["items"] == []
+
+
 async def test_chat_cancel_ends_the_turn_with_cancelled(
     client: httpx.AsyncClient, chat: ChatSetup, openai_server: FakeOpenAIServer, connect: Any
 ) -> None:
