@@ -150,6 +150,20 @@ PinnedSkillRef = Annotated[
 ]
 
 
+# Labels as Kubernetes spells them: a key is a name (`[A-Za-z0-9]`, and `-_.` inside) after an
+# optional DNS-style prefix and `/`; a value is empty or a name. Lengths are the columns'
+# (`skill_labels`: key 63, value 253). Keys under `skillhive.io/` are the service's own (a
+# plugin's skills carry `skillhive.io/plugin`): users do not write them.
+_LABEL_NAME = r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?"
+LABEL_KEY_PATTERN = rf"^(?:[a-z0-9](?:[a-z0-9.-]*[a-z0-9])?/)?{_LABEL_NAME}$"
+LABEL_VALUE_PATTERN = rf"^(?:{_LABEL_NAME})?$"
+SYSTEM_LABEL_PREFIX = "skillhive.io/"
+MAX_LABELS = 64
+LabelKey = Annotated[str, Field(min_length=1, max_length=63, pattern=LABEL_KEY_PATTERN)]
+LabelValue = Annotated[str, Field(max_length=253, pattern=LABEL_VALUE_PATTERN)]
+Labels = Annotated[dict[LabelKey, LabelValue], Field(max_length=MAX_LABELS)]
+
+
 class CamelModel(BaseModel):
     """Wire models: snake_case in Python, camelCase in JSON, unknown keys refused."""
 
@@ -167,7 +181,7 @@ class ObjectMeta(CamelModel):
 
     name: ResourceName
     namespace: ResourceName = "default"
-    labels: dict[str, str] = Field(default_factory=dict)
+    labels: Labels = Field(default_factory=dict)
     resource_version: int | None = None
     creation_timestamp: datetime | None = None
 

@@ -6,7 +6,7 @@ accepted on input too. `status` is computed when a Ghost is served and ignored o
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 from pydantic import (
     AliasChoices,
@@ -18,6 +18,8 @@ from pydantic import (
 from backend.crd.common import (
     API_VERSION,
     CamelModel,
+    LabelKey,
+    LabelValue,
     ObjectMeta,
     PinnedSkillRef,
     ResourceName,
@@ -40,10 +42,6 @@ class GhostModel(CamelModel):
     api_key_secret: str | None = Field(None, max_length=128)  # the name of a user secret
     temperature: float | None = Field(None, ge=0, le=2)
     max_tokens: int | None = Field(None, gt=0)
-
-
-LabelKey = Annotated[str, Field(min_length=1, max_length=63)]
-LabelValue = Annotated[str, Field(max_length=253)]
 
 
 class LabelSelectorRequirement(CamelModel):

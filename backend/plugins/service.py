@@ -19,7 +19,7 @@ from sqlalchemy import Text, cast, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.config import Settings
-from backend.crd.common import ObjectMeta
+from backend.crd.common import SYSTEM_LABEL_PREFIX, ObjectMeta
 from backend.crd.ghost import GHOST_KIND, current_spelling
 from backend.crd.plugin import PLUGIN_KIND, Plugin, PluginStatus
 from backend.crd.skill import SKILL_KIND
@@ -39,7 +39,7 @@ from backend.skills import versions
 from backend.skills.limits import ArchiveLimits
 from backend.skills.search.index import index_skill
 
-PLUGIN_LABEL = "skillhive.io/plugin"  # on each skill a plugin owns
+PLUGIN_LABEL = f"{SYSTEM_LABEL_PREFIX}plugin"  # on each skill a plugin owns
 Result = Literal["created", "updated", "unchanged"]
 
 

@@ -8,12 +8,14 @@ package writes nothing.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.config import Settings
+from backend.crd.common import SYSTEM_LABEL_PREFIX
 from backend.db.models import SYSTEM_USER_ID, Kind
 from backend.egress import check_egress
 from backend.errors import Conflict, InvalidRequest, NotFound
@@ -299,6 +301,21 @@ async def rollback(
     return row.json
 
 
+def _system_labels(crd: Mapping[str, Any], wanted: Mapping[str, str]) -> dict[str, str]:
+    """The service's own labels of a stored skill (`SYSTEM_LABEL_PREFIX`), which a labels
+    PATCH keeps; 422 `reserved_label` when `wanted` names one (a user does not claim a skill
+    for a plugin, nor unclaim it)."""
+    reserved = sorted(k for k in wanted if k.startswith(SYSTEM_LABEL_PREFIX))
+    if reserved:
+        raise InvalidRequest(
+            f"labels under {SYSTEM_LABEL_PREFIX!r} are the service's own: {', '.join(reserved)}",
+            code="reserved_label",
+            details={"labels": reserved},
+        )
+    current: Mapping[str, str] = crd["metadata"].get("labels") or {}
+    return {k: v for k, v in current.items() if k.startswith(SYSTEM_LABEL_PREFIX)}
+
+
 async def patch(
     session: AsyncSession,
     scope: Scope,
@@ -311,7 +328,7 @@ async def patch(
     row = await store.get(session, SKILL_KIND, scope, name)
     crd = {**row.json, "metadata": dict(row.json["metadata"]), "status": dict(row.json["status"])}
     if labels is not None:
-        crd["metadata"]["labels"] = labels
+        crd["metadata"]["labels"] = {**labels, **_system_labels(row.json, labels)}
     if enabled is not None:
         crd["status"]["enabled"] = enabled
     await store.replace(session, row, crd, expected=expected_version)

@@ -30,6 +30,7 @@ from backend.api.resources import (
 from backend.api.routes import skill_import
 from backend.api.skill_names import SKILL
 from backend.api.upload import ARCHIVE_BODY_OPENAPI, read_archive
+from backend.crd.common import Labels
 from backend.crd.skill import Skill
 from backend.kinds import store
 from backend.kinds.cursor import MAX_ID
@@ -47,9 +48,9 @@ INLINE_TYPES = {"text/plain", "text/markdown", "application/json", "image/png", 
 
 
 class SkillPatch(BaseModel):
-    labels: (
-        dict[Annotated[str, Field(max_length=63)], Annotated[str, Field(max_length=253)]] | None
-    ) = None
+    labels: Labels | None = Field(
+        None, description="replaces the skill's labels; `skillhive.io/` keys are the service's"
+    )
     enabled: bool | None = None
 
 

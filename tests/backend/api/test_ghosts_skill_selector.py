@@ -56,6 +56,15 @@ async def test_selected_skills_need_not_exist_or_be_listed(
         {"skillSelector": {"matchLabels": {"": "x"}}},
         {"skillSelector": {"matchLabels": {"a": "x" * 254}}},
         {"skillSelector": {"labels": {"a": "b"}}},
+        # NUL reached the selection's SQL (a driver error on PostgreSQL: every turn failed)
+        {"skillSelector": {"matchLabels": {"a\x00": "b"}}},
+        {"skillSelector": {"matchLabels": {"a": "b\x00"}}},
+        {
+            "skillSelector": {
+                "matchExpressions": [{"key": "a", "operator": "In", "values": ["\x00"]}]
+            }
+        },
+        {"skillSelector": {"matchLabels": {"a b": "c"}}},
         {"catalogBudgetTokens": -1},
         {"includePublicSkills": "sometimes"},
     ],

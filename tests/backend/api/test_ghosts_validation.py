@@ -229,3 +229,17 @@ async def test_secret_references_resolve_against_the_owners_secrets(
     body = ghost("g", model={"apiKeySecret": "OPENAI_KEY"})
     assert_error(await create(client, alice.headers, body), 422, "unknown_secrets")
     assert (await create(client, bob.headers, body)).status_code == 201
+
+
+@pytest.mark.parametrize(
+    "labels",
+    [{f"k{i}": "v" for i in range(65)}, {"": "x"}, {"a": "x\x00"}, {"k": "v" * 254}],
+    ids=["65 labels", "empty key", "nul value", "value over 253 characters"],
+)
+async def test_a_ghosts_labels_follow_the_label_rules(
+    app: FastAPI, client: httpx.AsyncClient, alice: Account, labels: dict[str, str]
+) -> None:
+    body = ghost("g")
+    body["metadata"]["labels"] = labels  # 900 labels of 1,000 characters each were stored
+    assert_error(await create(client, alice.headers, body), 422, "invalid_ghost")
+    assert await ghost_rows(app) == 0

@@ -265,3 +265,15 @@ async def test_a_marketplace_or_manifest_nested_too_deeply_is_refused_with_its_c
     assert_error(await post_zip(client, alice, build_zip(market)), 422, "invalid_marketplace")
     plugin = {".claude-plugin/plugin.json": deep, "skills/a/SKILL.md": "---\nname: a\n---\n"}
     assert_error(await post_zip(client, alice, build_zip(plugin)), 422, "invalid_plugin_manifest")
+
+
+async def test_a_labels_patch_of_a_plugins_skill_keeps_its_plugin_label(
+    client: httpx.AsyncClient, alice: Account
+) -> None:
+    await import_market(client, alice)
+    url = "/api/v1/namespaces/dev/skills/sales/call-prep"
+    patched = await client.patch(url, json={"labels": {"team": "emea"}}, headers=alice.headers)
+    assert patched.status_code == 200, patched.text
+    assert patched.json()["metadata"]["labels"] == {"skillhive.io/plugin": "sales", "team": "emea"}
+    cleared = await client.patch(url, json={"labels": {}}, headers=alice.headers)
+    assert cleared.json()["metadata"]["labels"] == {"skillhive.io/plugin": "sales"}

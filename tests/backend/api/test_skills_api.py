@@ -9,6 +9,7 @@ import zipfile
 from typing import Any
 
 import httpx
+import pytest
 from fastapi import FastAPI
 from sqlalchemy import event
 
@@ -166,6 +167,56 @@ async def test_get_package_with_etag_and_files(client: httpx.AsyncClient, alice:
             404,
             "file_not_found",
         )
+
+
+@pytest.mark.parametrize(
+    "labels",
+    [
+        {"": "x"},
+        {"a b": "c"},
+        {"a": "b,c=d"},
+        {"a\x00": "x"},
+        {"a": "x\x00"},
+        {"-a": "x"},
+        {"a/": "x"},
+        {"A.B/c": "x"},
+        {"k" * 64: "x"},
+        {f"k{i}": "v" for i in range(65)},
+    ],
+    ids=[
+        "empty key",
+        "space",
+        "selector syntax",
+        "nul key",
+        "nul value",
+        "leading dash",
+        "empty name",
+        "uppercase prefix",
+        "64-character key",
+        "65 labels",
+    ],
+)
+async def test_labels_follow_the_kubernetes_rules(
+    client: httpx.AsyncClient, alice: Account, labels: dict[str, str]
+) -> None:
+    await upload(client, alice.headers, zips.skill("tool"))
+    refused = await client.patch(f"{BASE}/tool", json={"labels": labels}, headers=alice.headers)
+    assert_error(refused, 422, "invalid_request")
+    crd = (await client.get(f"{BASE}/tool", headers=alice.headers)).json()
+    assert crd["metadata"]["labels"] == {} and crd["metadata"]["resourceVersion"] == 1
+
+
+async def test_a_labels_patch_neither_sets_nor_drops_the_services_own_labels(
+    client: httpx.AsyncClient, alice: Account
+) -> None:
+    await upload(client, alice.headers, zips.skill("tool"))
+    fine = {"team": "a", "example.com/tier": "gold", "v": "", "x_y.z-1": "A-b_c.9"}
+    patched = await client.patch(f"{BASE}/tool", json={"labels": fine}, headers=alice.headers)
+    assert patched.status_code == 200 and patched.json()["metadata"]["labels"] == fine
+    claim = {"skillhive.io/plugin": "someone-elses"}
+    refused = await client.patch(f"{BASE}/tool", json={"labels": claim}, headers=alice.headers)
+    assert_error(refused, 422, "reserved_label")
+    assert refused.json()["error"]["details"] == {"labels": ["skillhive.io/plugin"]}
 
 
 async def test_put_replaces_the_package_and_keeps_labels(
