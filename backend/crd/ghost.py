@@ -24,7 +24,7 @@ from backend.crd.common import (
     PinnedSkillRef,
     ResourceName,
 )
-from backend.crd.skill import McpServer
+from backend.crd.skill import McpServers
 
 GHOST_KIND: Literal["Ghost"] = "Ghost"
 
@@ -76,7 +76,7 @@ class GhostSpec(CamelModel):
         description="loaded into the first turn's prompt; each must also be in `skills` "
         "(a version here, if any, must be the one `skills` pins)",
     )
-    mcp_servers: dict[str, McpServer] = Field(default_factory=dict)
+    mcp_servers: McpServers = Field(default_factory=dict)
     model: GhostModel = Field(default_factory=GhostModel)
     retention_turns: int | None = Field(None, ge=0, le=100)
     # Skills chosen by label instead of by name (the 500-name cap is for `skills` only), and

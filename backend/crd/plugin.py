@@ -12,7 +12,7 @@ from typing import Any, Final, Literal
 from pydantic import ConfigDict, Field
 
 from backend.crd.common import API_VERSION, CamelModel, ObjectMeta
-from backend.crd.skill import McpServer, SkillWarning
+from backend.crd.skill import McpServers, SkillWarning
 
 PLUGIN_KIND: Final = "Plugin"
 
@@ -50,7 +50,7 @@ class PluginSpec(CamelModel):
     author: Any = None
     skills: list[PluginSkillRef] = Field(default_factory=list)
     commands: list[PluginCommand] = Field(default_factory=list)
-    mcp_servers: dict[str, McpServer] = Field(default_factory=dict)
+    mcp_servers: McpServers = Field(default_factory=dict)
     secrets: list[str] = Field(default_factory=list, description="secrets its servers use")
     agents: list[PluginFile] = Field(default_factory=list)
     hooks: list[PluginFile] = Field(default_factory=list)

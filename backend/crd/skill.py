@@ -80,6 +80,12 @@ class McpServer(CamelModel):
         return self
 
 
+# A turn connects to every server of its Ghost and loaded skills: 3,000 of them took one turn
+# four minutes of connection attempts. Claude Code's busiest setups use a few dozen.
+MAX_MCP_SERVERS = 32
+McpServers = Annotated[dict[str, McpServer], Field(max_length=MAX_MCP_SERVERS)]
+
+
 class SkillFile(CamelModel):
     path: str
     size: int
@@ -106,7 +112,7 @@ class SkillSpec(CamelModel):
     config: dict[str, Any] = Field(default_factory=dict)
     tools: list[SkillTool] = Field(default_factory=list)
     provider: SkillProvider | None = None
-    mcp_servers: dict[str, McpServer] = Field(default_factory=dict)
+    mcp_servers: McpServers = Field(default_factory=dict)
     license: Text | None = None
     compatibility: Text | None = None
     allowed_tools: Annotated[list[Text], BeforeValidator(_split_tools)] = Field(

@@ -243,3 +243,15 @@ async def test_a_ghosts_labels_follow_the_label_rules(
     body["metadata"]["labels"] = labels  # 900 labels of 1,000 characters each were stored
     assert_error(await create(client, alice.headers, body), 422, "invalid_ghost")
     assert await ghost_rows(app) == 0
+
+
+async def test_a_ghost_names_at_most_32_mcp_servers(
+    app: FastAPI, client: httpx.AsyncClient, alice: Account
+) -> None:
+    # Each turn connects to each: 3,000 of them kept one turn connecting for four minutes.
+    servers = {f"s{i}": {"url": "https://mcp.example/"} for i in range(33)}
+    assert_error(
+        await create(client, alice.headers, ghost("g", mcpServers=servers)), 422, "invalid_ghost"
+    )
+    del servers["s32"]
+    assert (await create(client, alice.headers, ghost("g", mcpServers=servers))).status_code == 201

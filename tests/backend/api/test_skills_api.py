@@ -288,3 +288,14 @@ async def test_file_modes_survive_the_round_trip(client: httpx.AsyncClient, alic
 async def test_invalid_namespace_is_422(client: httpx.AsyncClient, alice: Account) -> None:
     response = await client.get("/api/v1/namespaces/Bad_NS/skills", headers=alice.headers)
     assert_error(response, 422, "invalid_namespace")
+
+
+async def test_a_skill_names_at_most_32_mcp_servers(
+    client: httpx.AsyncClient, alice: Account
+) -> None:
+    servers = "".join(f"  s{i}:\n    url: https://mcp.example/{i}\n" for i in range(33))
+    refused = await upload(
+        client, alice.headers, zips.skill("tool", extra=f"mcpServers:\n{servers}")
+    )
+    assert_error(refused, 422, "invalid_field")
+    assert refused.json()["error"]["details"]["field"] == "mcpServers"
