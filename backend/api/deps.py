@@ -18,6 +18,7 @@ from backend.db.models import ApiToken, User
 from backend.errors import Forbidden, Unauthorized
 from backend.kinds.cursor import MAX_ID
 from backend.skills.importing.slots import ImportSlots
+from backend.ws.live_auth import LiveAuth
 
 # Declared for OpenAPI's "Authorize" button; the header is parsed below for precise errors.
 _bearer_scheme = HTTPBearer(auto_error=False, description="API token: `Bearer shk_...`")
@@ -103,4 +104,10 @@ async def get_current_token(request: Request, _user: CurrentUser) -> ApiToken:
     return token
 
 
+async def get_live_auth(request: Request) -> LiveAuth:
+    live_auth: LiveAuth = request.app.state.sio.live_auth
+    return live_auth
+
+
 CurrentToken = Annotated[ApiToken, Depends(get_current_token)]
+LiveAuthDep = Annotated[LiveAuth, Depends(get_live_auth)]
