@@ -1,4 +1,5 @@
-"""Annotated dependencies; `CurrentUser` / `AdminUser` are the only way routes learn who calls."""
+"""Annotated dependencies; `CurrentUser` / `AdminUser` (and `CurrentToken`, the token they were
+read with) are the only way routes learn who calls."""
 
 from __future__ import annotations
 
@@ -13,10 +14,11 @@ from backend.auth.requests import RequestAuth
 from backend.chat.runtime import ChatRuntime
 from backend.chat.transport import TurnTransport
 from backend.config import Settings
-from backend.db.models import User
+from backend.db.models import ApiToken, User
 from backend.errors import Forbidden, Unauthorized
 from backend.kinds.cursor import MAX_ID
 from backend.skills.importing.slots import ImportSlots
+from backend.ws.live_auth import LiveAuth
 
 # Declared for OpenAPI's "Authorize" button; the header is parsed below for precise errors.
 _bearer_scheme = HTTPBearer(auto_error=False, description="API token: `Bearer shk_...`")
@@ -83,7 +85,7 @@ async def get_current_user(
     if found is None:
         token = bearer_token(request.headers.get("authorization"))
         auth: RequestAuth = request.app.state.auth
-        found = await auth.authenticate(token)
+        found, request.state.token = await auth.identify(token)
         request.state.principal = found
     request.state.user_id = found.id  # read by the access log
     return found
@@ -97,3 +99,18 @@ async def get_admin_user(user: Annotated[User, Depends(get_current_user)]) -> Us
 
 CurrentUser = Annotated[User, Depends(get_current_user)]
 AdminUser = Annotated[User, Depends(get_admin_user)]
+
+
+async def get_current_token(request: Request, _user: CurrentUser) -> ApiToken:
+    """The token the caller authenticated with (detached), read with `CurrentUser`."""
+    token: ApiToken = request.state.token
+    return token
+
+
+async def get_live_auth(request: Request) -> LiveAuth:
+    live_auth: LiveAuth = request.app.state.sio.live_auth
+    return live_auth
+
+
+CurrentToken = Annotated[ApiToken, Depends(get_current_token)]
+LiveAuthDep = Annotated[LiveAuth, Depends(get_live_auth)]

@@ -6,6 +6,8 @@ import json
 from typing import Any
 
 from backend.chat.transport.envelope import TurnEnded, TurnEnvelope
+from backend.errors import Unauthorized
+from chat_shell import ErrorEvent
 
 
 def sse_data(envelope: TurnEnvelope) -> dict[str, Any]:
@@ -24,3 +26,10 @@ def sse_data(envelope: TurnEnvelope) -> dict[str, Any]:
 def sse_frame(envelope: TurnEnvelope) -> bytes:
     data = sse_data(envelope)
     return f"event: {data['type']}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n".encode()
+
+
+def sse_refused(conversation_id: str, message_id: int, refused: Unauthorized) -> bytes:
+    """The last frame of a stream whose caller lost access (`LiveAuth.stream`): `error` with
+    REST's 401 code (`token_revoked`, `token_expired`, `user_inactive`), and no answer."""
+    error = ErrorEvent(code=refused.code, message=refused.message)
+    return sse_frame(TurnEnded(conversation_id=conversation_id, message_id=message_id, error=error))

@@ -40,22 +40,27 @@ class RequestAuth:
 
     async def authenticate(self, secret: str) -> User:
         """The active user owning an unrevoked, unexpired token, or `Unauthorized`."""
+        user, _ = await self.identify(secret)
+        return user
+
+    async def identify(self, secret: str) -> tuple[User, ApiToken]:
+        """`authenticate`, with the token too (an SSE stream watches it: `LiveAuth.stream`)."""
         try:
-            user, token = await self._identify(secret)
+            user, token = await self._read(secret)
         except DBAPIError as exc:
             if not exc.connection_invalidated:
                 raise
             # The server closed this pooled connection (restart, idle timeout): the pool has
             # dropped it and its elders, so the read goes again once, on a new connection.
-            user, token = await self._identify(secret)
+            user, token = await self._read(secret)
         now = utcnow()
         if service.touch_due(token, now) and token.id not in self._touching:
             task = asyncio.create_task(self._touch(token.id, now), name=f"touch:{token.id}")
             self._touching[token.id] = task
             task.add_done_callback(lambda _: self._touching.pop(token.id, None))
-        return user
+        return user, token
 
-    async def _identify(self, secret: str) -> tuple[User, ApiToken]:
+    async def _read(self, secret: str) -> tuple[User, ApiToken]:
         async with self._reads.connect() as connection:  # one read: a Session costs more
             return await service.identify(connection, secret)
 

@@ -1,25 +1,29 @@
-"""Authorization that stays live on the open sockets of this gateway.
+"""Authorization that stays live on the open sockets and SSE streams of this gateway.
 
-Each socket keeps the grant it connected with (token id, user id, expiry). It is ended (an
-`auth:error {error}` event, then a disconnect) when
-- its token expires: a timer per socket;
+Each socket keeps the grant it connected with (token id, user id, expiry), and so does each open
+SSE stream of a turn (`stream`). A socket is ended (an `auth:error {error}` event, then a
+disconnect), a stream is told through its `StreamAccess` (it sends a last `error` event and
+cancels its turn), when
+- its token expires: a timer per socket or stream;
 - a notice says its token was revoked or its user deactivated (`backend/auth/notices.py`): the
-  gateway asks the database which of its sockets are affected. With Redis, notices travel on a
-  channel every gateway listens to; a gateway that was cut off from it checks all its sockets
-  when it subscribes again, since notices sent meanwhile are lost;
-- an event finds it refused: an event checks the database again when the socket's last check is
-  older than `socket_auth_recheck_seconds`.
+  gateway asks the database which of its sockets and streams are affected. With Redis, notices
+  travel on a channel every gateway listens to; a gateway that was cut off from it checks them
+  all when it subscribes again, since notices sent meanwhile are lost;
+- an event finds it refused (sockets only): an event checks the database again when the socket's
+  last check is older than `socket_auth_recheck_seconds`.
 Until it is gone, every event of an ended socket is refused with the 401 code REST answers.
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
-from collections.abc import Collection, Coroutine
+from collections.abc import AsyncIterator, Collection, Coroutine
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import redis.asyncio as aioredis
 import socketio
@@ -28,6 +32,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from backend.auth import service
 from backend.auth.notices import AuthEnded, channel
 from backend.config import Settings
+from backend.db.models import ApiToken
 from backend.db.types import utcnow
 from backend.errors import Unauthorized
 from backend.ws.rooms import NAMESPACE
@@ -37,6 +42,41 @@ log = logging.getLogger("skillhive.ws")
 
 ENDED_EVENT = "auth:error"
 RESUBSCRIBE_S = 1.0  # after losing the notice channel
+
+T = TypeVar("T")
+
+
+class StreamAccess:
+    """An open stream's hold on its grant (`LiveAuth.stream`): `refused` says why access ended,
+    and a wait for the stream's next item in `until_refused` ends at once then."""
+
+    def __init__(self) -> None:
+        self.refused: Unauthorized | None = None
+        self._waiting: asyncio.Timeout | None = None
+
+    def end(self, refused: Unauthorized) -> None:
+        if self.refused is not None:
+            return
+        self.refused = refused
+        if self._waiting is not None:
+            self._waiting.reschedule(-1)  # expires now: the wait raises TimeoutError
+
+    async def until_refused(self, items: AsyncIterator[T]) -> AsyncIterator[T]:
+        """`items` until they end or access does (see `refused`). A timeout per wait, not a
+        task racing each item: an SSE stream passes one per token of its turn."""
+        while self.refused is None:
+            try:
+                async with asyncio.timeout(None) as self._waiting:
+                    item = await anext(items)
+            except StopAsyncIteration:
+                return
+            except TimeoutError:
+                if self.refused is None:  # not ours
+                    raise
+                return
+            finally:
+                self._waiting = None
+            yield item
 
 
 @dataclass
@@ -48,6 +88,7 @@ class Grant:
     refused: Unauthorized | None = None
     ending: bool = False
     timer: asyncio.TimerHandle | None = None
+    stream: StreamAccess | None = None  # an SSE stream's (it ends itself); None for a socket
 
 
 def _expired() -> Unauthorized:
@@ -59,7 +100,8 @@ class LiveAuth:
         self.server = server
         self.recheck_s = settings.socket_auth_recheck_seconds
         self._channel = channel(settings.redis_prefix)
-        self._grants: dict[str, Grant] = {}
+        self._grants: dict[str, Grant] = {}  # by socket id, or `stream:<n>` for a stream
+        self._stream_ids = itertools.count()
         self._tasks: set[asyncio.Task[None]] = set()
         self._sessionmaker: async_sessionmaker[AsyncSession] | None = None
         self._redis: aioredis.Redis | None = None
@@ -83,6 +125,22 @@ class LiveAuth:
         assert self._sessionmaker is not None, "LiveAuth.start() runs in the app lifespan"
         return self._sessionmaker
 
+    # --- SSE streams -----------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def stream(self, token: ApiToken) -> AsyncIterator[StreamAccess]:
+        """Watch the grant of a stream authenticated with `token` while the block runs: its
+        revocation or expiry, or its user's deactivation, ends the `StreamAccess`."""
+        key = f"stream:{next(self._stream_ids)}"  # never a Socket.IO sid (no colon in those)
+        access = StreamAccess()
+        loop = asyncio.get_running_loop()
+        grant = Grant(token.id, token.user_id, token.expires_at, loop.time(), stream=access)
+        self.admit(key, grant)
+        try:
+            yield access
+        finally:
+            self.forget(key)
+
     # --- sockets -------------------------------------------------------------------------
 
     async def authenticate(self, secret: str) -> Grant:
@@ -93,7 +151,7 @@ class LiveAuth:
         return Grant(token.id, user.id, token.expires_at, checked_at=loop.time())
 
     def admit(self, sid: str, grant: Grant) -> None:
-        """The socket is connected on this grant (the last step of connecting)."""
+        """The socket (or stream) holds this grant from now on (a socket's last connecting step)."""
         self._grants[sid] = grant
         if grant.expires_at is not None:
             delay = (grant.expires_at - utcnow()).total_seconds()
@@ -149,7 +207,10 @@ class LiveAuth:
         if grant is None:
             return
         grant.refused = grant.refused or refused
-        self._spawn(self.end(sid))
+        if grant.stream is not None:
+            grant.stream.end(grant.refused)
+        else:
+            self._spawn(self.end(sid))
 
     async def _recheck(self, sids: Collection[str]) -> None:
         """Ask the database about these sockets' tokens; end the refused ones."""

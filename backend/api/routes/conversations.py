@@ -12,9 +12,17 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from backend.api.deps import ChatDep, CurrentUser, SessionDep, TextId, TransportDep
+from backend.api.deps import (
+    ChatDep,
+    CurrentToken,
+    CurrentUser,
+    LiveAuthDep,
+    SessionDep,
+    TextId,
+    TransportDep,
+)
 from backend.api.errors import errors
-from backend.api.sse import sse_frame
+from backend.api.sse import sse_frame, sse_refused
 from backend.chat import conversations
 from backend.chat.transport import TurnEnded, TurnEnvelope, message_json
 from backend.db.models import Conversation
@@ -242,13 +250,17 @@ async def send_message(
     conversation_id: TextId,
     body: MessageIn,
     user: CurrentUser,
+    token: CurrentToken,
     request: Request,
     chat: ChatDep,
     transport: TransportDep,
+    live_auth: LiveAuthDep,
 ) -> Response:
     """Run a turn. `Accept: text/event-stream` streams its events; otherwise the answer (JSON)
     comes back once the turn ends. A second send while a turn runs is 409 `turn_in_progress`;
-    one more turn than the caller may run at once is 429 `too_many_turns`."""
+    one more turn than the caller may run at once is 429 `too_many_turns`. A stream whose token
+    is revoked or expires, or whose user is deactivated, ends with `error` (`token_revoked`,
+    `token_expired`, `user_inactive`), and its turn is cancelled."""
     stack = AsyncExitStack()
     streamed = "text/event-stream" in request.headers.get("accept", "")
     # Subscribe before the turn starts, so no event can slip past; the JSON answer needs the
@@ -256,22 +268,27 @@ async def send_message(
     events: AsyncIterator[TurnEnvelope] = await stack.enter_async_context(
         transport.subscribe(conversation_id, ends_only=not streamed)
     )
+    # A stream stays authorized only while its grant does (as a socket: backend/ws/live_auth.py).
+    access = await stack.enter_async_context(live_auth.stream(token)) if streamed else None
     try:
         message_id = await chat.send(user.id, conversation_id, body.content)
     except BaseException:
         await stack.aclose()
         raise
 
-    if streamed:
+    if access is not None:
 
         async def stream() -> AsyncIterator[bytes]:
             try:
-                async for envelope in events:
+                async for envelope in access.until_refused(events):
                     if envelope.message_id != message_id:
                         continue  # another turn's (e.g. a retried earlier one) announcement
                     yield sse_frame(envelope)
                     if isinstance(envelope, TurnEnded):
-                        break
+                        return
+                if access.refused is not None:  # the caller lost access: so does the turn
+                    await transport.cancel(conversation_id)
+                    yield sse_refused(conversation_id, message_id, access.refused)
             finally:
                 await stack.aclose()
 
