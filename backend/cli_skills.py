@@ -36,7 +36,10 @@ def fail(message: str) -> NoReturn:
 
 def _archive_bytes(path: Path) -> bytes:
     if path.is_dir():
-        return zip_folder(path)
+        try:
+            return zip_folder(path, ArchiveLimits.from_settings(get_settings()))
+        except SkillhiveError as exc:  # a FIFO or a symlink in it, too many files or bytes
+            fail(f"{exc.code}: {exc.message}")
     if path.is_file():
         return path.read_bytes()
     fail(f"{path} is neither a folder nor a file")

@@ -38,10 +38,11 @@ def _package(source: SkillSource) -> tuple[bytes, str]:
 
     assert source.folder is not None
     try:
-        data = zip_folder(source.folder)
+        limits = ArchiveLimits.from_settings(get_settings())
+        data = zip_folder(source.folder, limits)
         package = read_package(
             data,
-            limits=ArchiveLimits.from_settings(get_settings()),
+            limits=limits,
             public=source.namespace == "public",
         )
     except SkillhiveError as exc:

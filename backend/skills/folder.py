@@ -15,18 +15,39 @@ import zipfile
 from pathlib import Path
 
 from backend.skills.errors import ErrorCode, PackageError
+from backend.skills.limits import DEFAULT_LIMITS, ArchiveLimits
 
 _EPOCH = (1980, 1, 1, 0, 0, 0)  # the earliest time a ZIP can store
 _SKIPPED_DIRS = frozenset({"__pycache__"})
 
 
-def zip_folder(folder: Path) -> bytes:
-    """A deterministic ZIP of `folder` without dot-files and `__pycache__`; symlinks refuse."""
+def zip_folder(folder: Path, limits: ArchiveLimits = DEFAULT_LIMITS) -> bytes:
+    """A deterministic ZIP of `folder` without dot-files and `__pycache__`. Symlinks and other
+    files that are not regular (a FIFO would block the read forever) refuse, and so do more
+    entries or bytes than `limits` allow an upload, before the rest is read."""
     buf = io.BytesIO()
+    total = 0
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED, compresslevel=6) as zf:
-        for path in _files(folder):
+        files = _files(folder)
+        if len(files) > limits.max_archive_entries:
+            raise PackageError(
+                ErrorCode.TOO_MANY_ENTRIES,
+                f"{len(files)} files, more than {limits.max_archive_entries}",
+            )
+        for path in files:
+            entry = path.relative_to(folder).as_posix()
             mode = path.lstat().st_mode
-            info = zipfile.ZipInfo(f"{folder.name}/{path.relative_to(folder).as_posix()}", _EPOCH)
+            if not stat.S_ISREG(mode):
+                raise PackageError(
+                    ErrorCode.NON_REGULAR_ENTRY, f"{entry!r} is not a regular file", entry=entry
+                )
+            total += path.lstat().st_size
+            if total > limits.max_uncompressed_bytes:
+                raise PackageError(
+                    ErrorCode.UNCOMPRESSED_TOO_LARGE,
+                    f"the files hold more than {limits.max_uncompressed_bytes} bytes",
+                )
+            info = zipfile.ZipInfo(f"{folder.name}/{entry}", _EPOCH)
             info.create_system = 3  # Unix, wherever this runs: external_attr holds a Unix mode
             info.external_attr = (stat.S_IFREG | _git_mode(mode)) << 16
             info.compress_type = zipfile.ZIP_DEFLATED

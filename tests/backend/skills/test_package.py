@@ -204,3 +204,23 @@ def test_zip_folder_refuses_symlinks(tmp_path: Path) -> None:
     with pytest.raises(PackageError) as info:
         zip_folder(folder)
     assert (info.value.code, info.value.details["entry"]) == ("symlink_entry", "scripts/link")
+
+
+def test_zip_folder_refuses_a_fifo_instead_of_blocking_on_it(tmp_path: Path) -> None:
+    folder = make_folder(tmp_path)
+    os.mkfifo(folder / "scripts" / "pipe")  # reading one blocked `skills push` forever
+    with pytest.raises(PackageError) as info:
+        zip_folder(folder)
+    assert (info.value.code, info.value.details["entry"]) == ("non_regular_entry", "scripts/pipe")
+
+
+def test_zip_folder_stops_at_the_upload_limits_before_reading_the_rest(tmp_path: Path) -> None:
+    folder = make_folder(tmp_path)
+    (folder / "big.bin").write_bytes(b"x" * 2048)
+    small = ArchiveLimits(max_uncompressed_bytes=1024)
+    with pytest.raises(PackageError) as info:
+        zip_folder(folder, small)
+    assert info.value.code == "uncompressed_too_large"
+    with pytest.raises(PackageError) as info:
+        zip_folder(folder, ArchiveLimits(max_archive_entries=3))
+    assert info.value.code == "too_many_entries"
