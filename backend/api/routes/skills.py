@@ -68,7 +68,8 @@ class SkillVersionList(BaseModel):
 
 
 class RollbackIn(BaseModel):
-    version: int = Field(ge=1, le=MAX_ID)
+    # strict: `true` or "1" is no version number (lax mode took both for 1)
+    version: int = Field(ge=1, le=MAX_ID, strict=True)
 
 
 def _zip_response(

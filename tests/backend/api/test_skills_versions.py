@@ -93,7 +93,9 @@ async def test_rollback_to_an_unknown_version_is_404_and_changes_nothing(
     assert crd["metadata"]["resourceVersion"] == 2
 
 
-@pytest.mark.parametrize("body", [{}, {"version": "one"}, {"version": 0}, []])
+@pytest.mark.parametrize(
+    "body", [{}, {"version": "one"}, {"version": 0}, [], {"version": True}, {"version": "1"}]
+)
 async def test_a_bad_rollback_body_is_422(
     client: httpx.AsyncClient, alice: Account, body: object
 ) -> None:
