@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TypeVar
 
-from sqlalchemy import Table, bindparam, select, update
+from sqlalchemy import Select, Table, bindparam, select, update
 from sqlalchemy.engine import RowMapping
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
@@ -79,6 +79,22 @@ async def any_admin_exists(session: AsyncSession) -> bool:
         select(User.id).where(User.role == "admin", User.id != SYSTEM_USER_ID).limit(1)
     )
     return found is not None
+
+
+def _active_admins() -> Select[int]:
+    return select(User.id).where(
+        User.role == "admin", User.is_active.is_(True), User.id != SYSTEM_USER_ID
+    )
+
+
+async def lock_active_admins(session: AsyncSession) -> None:
+    """Lock the active admins' rows until the transaction ends (PostgreSQL; SQLite has one
+    write lock, which the transaction's first write takes)."""
+    await session.execute(_active_admins().order_by(User.id).with_for_update())
+
+
+async def any_active_admin(session: AsyncSession) -> bool:
+    return await session.scalar(_active_admins().limit(1)) is not None
 
 
 async def issue_token(

@@ -62,19 +62,32 @@ async def create_user(body: UserCreate, _: AdminUser, session: SessionDep) -> Us
     return UserCreated(**UserOut.model_validate(user).model_dump(), token=issued.secret)
 
 
-@router.patch("/{user_id}", responses=errors(404, 422))
+@router.patch(
+    "/{user_id}",
+    responses=errors(404, (422, "invalid fields, or no active admin would be left (`last_admin`)")),
+)
 async def patch_user(
     user_id: RowId, body: UserPatch, admin: AdminUser, session: SessionDep, request: Request
 ) -> UserQuotas:
     user = await service.get_user(session, user_id)
-    if user.id == admin.id and (body.is_active is False or body.role == "user"):
+    removes_admin = (body.is_active is False or body.role == "user") and user.is_active
+    if user.id == admin.id and removes_admin:
         raise InvalidRequest(
             "admins cannot deactivate or demote themselves", code="cannot_modify_self"
         )
+    if removes_admin and user.role == "admin":
+        # Two admins removing each other at once must not both succeed: the active admins'
+        # rows are locked (PostgreSQL), the change is written (SQLite takes its one write lock
+        # here), then at least one active admin must be left.
+        await service.lock_active_admins(session)
     if body.is_active is not None:
         user.is_active = body.is_active
     if body.role is not None:
         user.role = body.role
+    await session.flush()
+    if removes_admin and not await service.any_active_admin(session):
+        await session.rollback()
+        raise InvalidRequest("no active admin would be left", code="last_admin")
     if body.quotas:  # ops: per-user quota overrides
         await quotas.set_overrides(session, user.id, body.quotas)
     await session.commit()

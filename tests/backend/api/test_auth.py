@@ -189,3 +189,22 @@ async def test_metrics_are_for_admins(
     body = (await client.get("/api/v1/metrics", headers=admin.headers)).json()
     assert body["mode"] == "embedded"
     assert body["pending_requests"] == {"pending": 0, "resolved": 0, "expired": 0, "rejected": 0}
+
+
+async def test_two_admins_removing_each_other_at_once_leave_one_active(
+    client: httpx.AsyncClient, admin: Account, make_account: Any
+) -> None:
+    # Each checked only "not yourself": both succeeded, and no one could administer any more.
+    other = await make_account("second", admin=True)
+    first, second = await asyncio.gather(
+        client.patch(f"/api/v1/users/{other.id}", json={"is_active": False}, headers=admin.headers),
+        client.patch(f"/api/v1/users/{admin.id}", json={"is_active": False}, headers=other.headers),
+    )
+    statuses = sorted([first.status_code, second.status_code])
+    assert statuses[0] == 200 and statuses[1] in (401, 403, 422), (first.text, second.text)
+    if statuses[1] == 422:
+        refused = first if first.status_code == 422 else second
+        assert_error(refused, 422, "last_admin")
+    survivor = admin if first.status_code == 200 else other
+    users = (await client.get("/api/v1/users", headers=survivor.headers)).json()["items"]
+    assert [u["id"] for u in users if u["role"] == "admin" and u["is_active"]] == [survivor.id]
