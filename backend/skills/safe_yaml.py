@@ -10,7 +10,8 @@ stack. This loader:
   nodes) and refuses it when that exceeds the budget, or when an alias makes it cyclic;
 - constructs only JSON types: timestamps stay strings, non-finite floats stay their text,
   mapping keys are strings as written, any other tag (`!!binary`, `!!set`, `!python/...`) fails,
-  and so does an integer longer than `MAX_INT_CHARS` (Python would refuse or bloat on it).
+  and so does an integer longer than `MAX_INT_CHARS` (Python would refuse or bloat on it);
+- refuses a mapping key written twice.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ except ImportError:  # pragma: no cover - PyYAML built without libyaml
 
 MAX_DEPTH = 32  # nested mappings/sequences, aliases expanded
 _TIMESTAMP = "tag:yaml.org,2002:timestamp"
+_MERGE = "tag:yaml.org,2002:merge"
 _JSON_TAGS = [f"tag:yaml.org,2002:{t}" for t in ("null", "bool", "str", "seq", "map")]
 _TEXT_TAGS = {"tag:yaml.org,2002:str", "tag:yaml.org,2002:null"}
 
@@ -85,7 +87,21 @@ class _JsonLoader(_Loader):
 
     def construct_mapping(self, node: MappingNode, deep: bool = False) -> dict[Any, Any]:
         # Keys are taken as written, before YAML types them: `1`, `true` and `1.0` would
-        # otherwise collide (1 == True == 1.0 in a dict) and JSON wants strings anyway.
+        # otherwise collide (1 == True == 1.0 in a dict) and JSON wants strings anyway. A key
+        # written twice is refused: parsers differ on which one counts (this one took the
+        # last), so one document could mean two things. Keys a merge (`<<`) brings in may be
+        # overridden, as YAML says.
+        written: set[str] = set()
+        for key_node, _ in node.value:
+            if isinstance(key_node, ScalarNode) and key_node.tag != _MERGE:
+                if key_node.value in written:
+                    raise ConstructorError(
+                        "while constructing a mapping",
+                        node.start_mark,
+                        f"found the key {str(key_node.value)[:100]!r} twice",
+                        key_node.start_mark,
+                    )
+                written.add(key_node.value)
         self.flatten_mapping(node)
         mapping: dict[Any, Any] = {}
         for key_node, value_node in node.value:

@@ -134,6 +134,20 @@ def test_integers_of_ordinary_sizes_still_load() -> None:
     assert md.frontmatter["small"] == 31 and md.frontmatter["long"] == int("9" * 100)
 
 
+def test_a_key_written_twice_is_a_yaml_error() -> None:
+    # Parsers differ on which one counts: `name: s` then `name: t` named the skill `t` here.
+    err = refused("---\nname: s\ndescription: d\nname: t\n---\n")
+    assert (err.code, err.details["line"]) == ("yaml_error", 4)
+    assert "found the key 'name' twice" in err.message
+    nested = refused("---\nname: s\nmetadata:\n  a: 1\n  a: 2\n---\n")
+    assert (nested.code, nested.details["line"]) == ("yaml_error", 5)
+
+
+def test_a_key_a_merge_brings_in_may_be_written_again() -> None:
+    md = parse("---\nname: demo\nbase: &b {a: 1, c: 3}\nmetadata:\n  <<: *b\n  a: 2\n---\n")
+    assert md.frontmatter["metadata"] == {"a": 2, "c": 3}
+
+
 def test_a_non_scalar_key_is_a_yaml_error() -> None:
     err = refused("---\nname: demo\nconfig:\n  ? [a, b]\n  : c\n---\n")
     assert (err.code, err.details["line"]) == ("yaml_error", 4)
