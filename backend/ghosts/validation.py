@@ -220,9 +220,9 @@ def check_mcp_servers(
 def _check_egress(
     ghost: Ghost, configs: Mapping[str, McpServerConfig], egress: EgressPolicy
 ) -> None:
-    if ghost.spec.model.base_url is not None:
+    if ghost.spec.model.base_url is not None:  # used as written: no placeholder is substituted
         model = {"spec.model.baseUrl": ghost.spec.model.base_url}
-        check_egress(model, egress, key="field", what="the model endpoint")
+        check_egress(model, egress, key="field", what="the model endpoint", substituted=False)
     urls = {name: c.url for name, c in configs.items() if c.url is not None}
     check_egress(urls, egress, key="server", what="MCP servers")
 
