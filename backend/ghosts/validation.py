@@ -227,6 +227,22 @@ def _check_egress(
     check_egress(urls, egress, key="server", what="MCP servers")
 
 
+def check_stdio_servers(servers: Mapping[str, McpServer], *, trusted: bool) -> None:
+    """422 `mcp_stdio_forbidden`, as for a Ghost, when `servers` (a skill's, stored as written)
+    hold a stdio server and are not `trusted`. Only the keys that decide the transport are
+    read; the rest of a skill's server config stays the turn's to check."""
+    configs: dict[str, McpServerConfig] = {}
+    for name, server in servers.items():
+        raw = server.model_dump(
+            mode="json", exclude_none=True, include={"type", "transport", "url", "command"}
+        )
+        try:
+            configs[name] = parse_mcp_server(raw, trusted=trusted)
+        except McpConfigError:
+            continue  # neither a server to start nor one to reach
+    _check_stdio(configs)
+
+
 def _check_stdio(configs: Mapping[str, McpServerConfig]) -> None:
     forbidden: list[str] = []
     for name, config in configs.items():

@@ -19,6 +19,7 @@ from backend.egress import check_egress
 from backend.errors import Conflict, InvalidRequest, NotFound
 from backend.ghosts.pins import pinned_versions
 from backend.ghosts.references import release_skill
+from backend.ghosts.validation import check_stdio_servers
 from backend.kinds import store
 from backend.kinds.store import Scope
 from backend.ops.quotas import Limit, check_stored
@@ -94,6 +95,7 @@ async def _read(
         verify=verify,
         sha256=sha256,
     )
+    check_stdio_servers(package.spec.mcp_servers, trusted=public)  # only public skills start any
     if not public:  # a user's MCP servers stay within the egress policy (backend.egress)
         urls = {n: s.url for n, s in package.spec.mcp_servers.items() if s.url is not None}
         check_egress(urls, settings.egress, key="server", what="MCP servers")
