@@ -19,10 +19,9 @@ from backend.chat.mcp import secret_names, secret_refs
 from backend.crd.common import parse_skill_ref
 from backend.crd.ghost import Ghost
 from backend.crd.skill import McpServer
-from backend.db.models import SYSTEM_USER_ID
 from backend.egress import check_egress
 from backend.errors import InvalidRequest
-from backend.ghosts import PUBLIC_GHOSTS, PUBLIC_NAMESPACE
+from backend.ghosts import PUBLIC_GHOSTS, check_user_namespace
 from backend.kinds.store import Scope
 from backend.secrets.service import NAME_RE as SECRET_NAME
 from backend.secrets.service import check_name as check_secret_name
@@ -146,12 +145,7 @@ def _check_place(ghost: Ghost, metadata: Mapping[str, Any], scope: Scope, name: 
             expected=scope.namespace,
             found=found,
         )
-    if scope.user_id != SYSTEM_USER_ID and scope.namespace == PUBLIC_NAMESPACE:
-        raise _invalid(
-            "invalid_namespace",
-            f"namespace {PUBLIC_NAMESPACE!r} is reserved for public Ghosts",
-            namespace=PUBLIC_NAMESPACE,
-        )
+    check_user_namespace(scope, "Ghosts")
 
 
 def _check_skill_lists(ghost: Ghost) -> None:

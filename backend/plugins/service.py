@@ -26,7 +26,7 @@ from backend.crd.skill import SKILL_KIND
 from backend.db.models import SYSTEM_USER_ID, Kind, Secret
 from backend.egress import check_egress
 from backend.errors import Conflict, InvalidRequest, SkillhiveError
-from backend.ghosts import pins
+from backend.ghosts import check_user_namespace, pins
 from backend.ghosts.pins import pinned_versions
 from backend.ghosts.references import release_skill
 from backend.ghosts.validation import check_stdio_servers
@@ -354,6 +354,7 @@ async def import_tree(
 
     `only` (a sync): the tree must be plugin `only` itself, else 409 `source_changed`.
     """
+    check_user_namespace(scope, "plugins")
     public = scope.user_id == SYSTEM_USER_ID
     if only is not None and MARKETPLACE in tree:
         raise _source_changed(only, "a marketplace")

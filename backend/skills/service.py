@@ -17,6 +17,7 @@ from backend.config import Settings
 from backend.db.models import SYSTEM_USER_ID, Kind
 from backend.egress import check_egress
 from backend.errors import Conflict, InvalidRequest, NotFound
+from backend.ghosts import check_user_namespace
 from backend.ghosts.pins import pinned_versions
 from backend.ghosts.references import release_skill
 from backend.ghosts.validation import check_stdio_servers
@@ -148,6 +149,7 @@ async def create(
 ) -> dict[str, Any]:
     """The stored CRD; with `dry_run` every check and write runs, then rolls back. `sha256`:
     the digest of `data`, when this process took it as the bytes arrived."""
+    check_user_namespace(scope, "skills")
     package = await _read(data, settings, scope, strict=strict, sha256=sha256)
     await check_stored(session, settings, scope.user_id, {"skills": 1, "skill_bytes": len(data)})
     crd = _crd(package, scope, labels={}, enabled=True)
@@ -188,6 +190,7 @@ async def replace(
     sha256: str | None = None,
 ) -> dict[str, Any]:
     """The replaced CRD, as `create` says."""
+    check_user_namespace(scope, "skills")
     row = await store.get(session, SKILL_KIND, scope, name)
     store.check_version(row, expected_version)
     _not_plugin_owned(name)
@@ -236,6 +239,7 @@ async def upsert(
     `source` ({url, ref, commit, path}) goes to `status.source`; the same bytes make no new
     version (a changed source, e.g. a new commit with the same files, is recorded in place).
     """
+    check_user_namespace(scope, "skills")
     data = built.data
     package = await _read(data, settings, scope, strict=False, verify=False)
     try:
@@ -283,6 +287,7 @@ async def rollback(
 
     Labels and `enabled` stay as they are now: they belong to the skill, not to a package.
     """
+    check_user_namespace(scope, "skills")
     row = await store.get(session, SKILL_KIND, scope, name)
     store.check_version(row, expected_version)
     old = await versions.crd_of(session, row.id, number)
@@ -310,6 +315,7 @@ async def patch(
     enabled: bool | None,
     expected_version: int | None = None,
 ) -> dict[str, Any]:
+    check_user_namespace(scope, "skills")
     row = await store.get(session, SKILL_KIND, scope, name)
     crd = {**row.json, "metadata": dict(row.json["metadata"]), "status": dict(row.json["status"])}
     if labels is not None:
