@@ -15,15 +15,31 @@ from backend.errors import InvalidRequest
 from chat_shell import EgressForbidden, EgressPolicy
 
 EGRESS_FORBIDDEN = EgressForbidden.code
-# Scheme and authority ("https://host:port"); a placeholder there is resolved per turn.
-_HEAD = re.compile(r"[^/?#]*//[^/?#]*")
+# The scheme with "//" and the authority ("https://user@host:port") of a URL.
+_HEAD = re.compile(r"(?P<scheme>[^/?#]*//)(?P<authority>[^/?#]*)")
+_PLACEHOLDER = "${{"
 
 
-def url_refusal(url: str, policy: EgressPolicy) -> str | None:
-    """Why `policy` refuses `url` as written, or None (also when a placeholder makes up the
-    address: it is checked once substituted, when the turn connects)."""
+def _deferred(url: str) -> bool:
+    """Whether a placeholder makes up the URL's address: before or in its scheme, host or
+    port. One in the userinfo (or the path) leaves the address as written."""
+    if url.startswith(_PLACEHOLDER):
+        return True
     head = _HEAD.match(url)
-    if url.startswith("${{") or (head is not None and "${{" in head.group(0)):
+    if head is None:
+        return False
+    host_port = head["authority"].rpartition("@")[2]  # as `urlsplit` finds the host
+    return _PLACEHOLDER in head["scheme"] or _PLACEHOLDER in host_port
+
+
+def url_refusal(url: str, policy: EgressPolicy, *, substituted: bool = True) -> str | None:
+    """Why `policy` refuses `url` as written, or None.
+
+    `substituted`: the URL's placeholders are substituted before it is used (MCP urls); a
+    placeholder in its scheme, host or port then defers the check to the turn that connects.
+    A URL used as written (a model `baseUrl`) is checked whatever it holds.
+    """
+    if substituted and _deferred(url):
         return None
     try:
         policy.check_url(url)
@@ -33,15 +49,21 @@ def url_refusal(url: str, policy: EgressPolicy) -> str | None:
 
 
 def check_egress(
-    urls: Mapping[str, str], policy: EgressPolicy, *, key: str, what: str = "URL"
+    urls: Mapping[str, str],
+    policy: EgressPolicy,
+    *,
+    key: str,
+    what: str = "URL",
+    substituted: bool = True,
 ) -> None:
     """422 `egress_forbidden` listing every refused entry of `urls` ({name: url}).
 
     `key` names the entries in `details` ("server", "field"); messages never quote a URL.
+    `substituted` as for `url_refusal`.
     """
     errors: list[dict[str, Any]] = []
     for name, url in urls.items():
-        reason = url_refusal(url, policy)
+        reason = url_refusal(url, policy, substituted=substituted)
         if reason is not None:
             errors.append({key: name, "reason": reason})
     if errors:

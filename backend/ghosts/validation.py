@@ -19,10 +19,9 @@ from backend.chat.mcp import secret_names, secret_refs
 from backend.crd.common import parse_skill_ref
 from backend.crd.ghost import Ghost
 from backend.crd.skill import McpServer
-from backend.db.models import SYSTEM_USER_ID
 from backend.egress import check_egress
 from backend.errors import InvalidRequest
-from backend.ghosts import PUBLIC_GHOSTS, PUBLIC_NAMESPACE
+from backend.ghosts import PUBLIC_GHOSTS, check_user_namespace
 from backend.kinds.store import Scope
 from backend.secrets.service import NAME_RE as SECRET_NAME
 from backend.secrets.service import check_name as check_secret_name
@@ -146,12 +145,7 @@ def _check_place(ghost: Ghost, metadata: Mapping[str, Any], scope: Scope, name: 
             expected=scope.namespace,
             found=found,
         )
-    if scope.user_id != SYSTEM_USER_ID and scope.namespace == PUBLIC_NAMESPACE:
-        raise _invalid(
-            "invalid_namespace",
-            f"namespace {PUBLIC_NAMESPACE!r} is reserved for public Ghosts",
-            namespace=PUBLIC_NAMESPACE,
-        )
+    check_user_namespace(scope, "Ghosts")
 
 
 def _check_skill_lists(ghost: Ghost) -> None:
@@ -220,11 +214,27 @@ def check_mcp_servers(
 def _check_egress(
     ghost: Ghost, configs: Mapping[str, McpServerConfig], egress: EgressPolicy
 ) -> None:
-    if ghost.spec.model.base_url is not None:
+    if ghost.spec.model.base_url is not None:  # used as written: no placeholder is substituted
         model = {"spec.model.baseUrl": ghost.spec.model.base_url}
-        check_egress(model, egress, key="field", what="the model endpoint")
+        check_egress(model, egress, key="field", what="the model endpoint", substituted=False)
     urls = {name: c.url for name, c in configs.items() if c.url is not None}
     check_egress(urls, egress, key="server", what="MCP servers")
+
+
+def check_stdio_servers(servers: Mapping[str, McpServer], *, trusted: bool) -> None:
+    """422 `mcp_stdio_forbidden`, as for a Ghost, when `servers` (a skill's, stored as written)
+    hold a stdio server and are not `trusted`. Only the keys that decide the transport are
+    read; the rest of a skill's server config stays the turn's to check."""
+    configs: dict[str, McpServerConfig] = {}
+    for name, server in servers.items():
+        raw = server.model_dump(
+            mode="json", exclude_none=True, include={"type", "transport", "url", "command"}
+        )
+        try:
+            configs[name] = parse_mcp_server(raw, trusted=trusted)
+        except McpConfigError:
+            continue  # neither a server to start nor one to reach
+    _check_stdio(configs)
 
 
 def _check_stdio(configs: Mapping[str, McpServerConfig]) -> None:

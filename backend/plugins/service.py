@@ -26,9 +26,10 @@ from backend.crd.skill import SKILL_KIND
 from backend.db.models import SYSTEM_USER_ID, Kind, Secret
 from backend.egress import check_egress
 from backend.errors import Conflict, InvalidRequest, SkillhiveError
-from backend.ghosts import pins
+from backend.ghosts import check_user_namespace, pins
 from backend.ghosts.pins import pinned_versions
 from backend.ghosts.references import release_skill
+from backend.ghosts.validation import check_stdio_servers
 from backend.kinds import store
 from backend.kinds.store import Scope
 from backend.ops.quotas import Limit, check_stored
@@ -92,7 +93,11 @@ def _limits(settings: Settings) -> ArchiveLimits:
     return ArchiveLimits.from_settings(settings)
 
 
-def _check_egress(draft: PluginDraft, settings: Settings) -> None:
+def _check_servers(draft: PluginDraft, settings: Settings) -> None:
+    """A user's plugin: its skills' own servers start no process (`.mcp.json`'s are checked
+    as it is read), and every server keeps to the egress policy."""
+    for skill in draft.skills:
+        check_stdio_servers(skill.package.spec.mcp_servers, trusted=False)
     urls = {n: s.url for n, s in draft.spec.mcp_servers.items() if s.url is not None}
     for skill in draft.skills:  # a skill's own servers too
         urls.update({n: s.url for n, s in skill.package.spec.mcp_servers.items() if s.url})
@@ -140,7 +145,7 @@ async def _read_listing(
             public=public,
         )
         if not public:
-            _check_egress(draft, settings)
+            _check_servers(draft, settings)
         outcome.draft = draft
     except SkillhiveError as exc:
         outcome.error = exc
@@ -349,6 +354,7 @@ async def import_tree(
 
     `only` (a sync): the tree must be plugin `only` itself, else 409 `source_changed`.
     """
+    check_user_namespace(scope, "plugins")
     public = scope.user_id == SYSTEM_USER_ID
     if only is not None and MARKETPLACE in tree:
         raise _source_changed(only, "a marketplace")

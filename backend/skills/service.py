@@ -19,8 +19,10 @@ from backend.crd.common import SYSTEM_LABEL_PREFIX
 from backend.db.models import SYSTEM_USER_ID, Kind
 from backend.egress import check_egress
 from backend.errors import Conflict, InvalidRequest, NotFound
+from backend.ghosts import check_user_namespace
 from backend.ghosts.pins import pinned_versions
 from backend.ghosts.references import release_skill
+from backend.ghosts.validation import check_stdio_servers
 from backend.kinds import store
 from backend.kinds.store import Scope
 from backend.ops.quotas import Limit, check_stored
@@ -96,6 +98,7 @@ async def _read(
         verify=verify,
         sha256=sha256,
     )
+    check_stdio_servers(package.spec.mcp_servers, trusted=public)  # only public skills start any
     if not public:  # a user's MCP servers stay within the egress policy (backend.egress)
         urls = {n: s.url for n, s in package.spec.mcp_servers.items() if s.url is not None}
         check_egress(urls, settings.egress, key="server", what="MCP servers")
@@ -148,6 +151,7 @@ async def create(
 ) -> dict[str, Any]:
     """The stored CRD; with `dry_run` every check and write runs, then rolls back. `sha256`:
     the digest of `data`, when this process took it as the bytes arrived."""
+    check_user_namespace(scope, "skills")
     package = await _read(data, settings, scope, strict=strict, sha256=sha256)
     await check_stored(session, settings, scope.user_id, {"skills": 1, "skill_bytes": len(data)})
     crd = _crd(package, scope, labels={}, enabled=True)
@@ -188,6 +192,7 @@ async def replace(
     sha256: str | None = None,
 ) -> dict[str, Any]:
     """The replaced CRD, as `create` says."""
+    check_user_namespace(scope, "skills")
     row = await store.get(session, SKILL_KIND, scope, name)
     store.check_version(row, expected_version)
     _not_plugin_owned(name)
@@ -236,6 +241,7 @@ async def upsert(
     `source` ({url, ref, commit, path}) goes to `status.source`; the same bytes make no new
     version (a changed source, e.g. a new commit with the same files, is recorded in place).
     """
+    check_user_namespace(scope, "skills")
     data = built.data
     package = await _read(data, settings, scope, strict=False, verify=False)
     try:
@@ -283,6 +289,7 @@ async def rollback(
 
     Labels and `enabled` stay as they are now: they belong to the skill, not to a package.
     """
+    check_user_namespace(scope, "skills")
     row = await store.get(session, SKILL_KIND, scope, name)
     store.check_version(row, expected_version)
     old = await versions.crd_of(session, row.id, number)
@@ -325,6 +332,7 @@ async def patch(
     enabled: bool | None,
     expected_version: int | None = None,
 ) -> dict[str, Any]:
+    check_user_namespace(scope, "skills")
     row = await store.get(session, SKILL_KIND, scope, name)
     crd = {**row.json, "metadata": dict(row.json["metadata"]), "status": dict(row.json["status"])}
     if labels is not None:

@@ -134,8 +134,9 @@ def default_refusal(address: IPAddress) -> str | None:
 
 def literal_address(host: str) -> IPAddress | None:
     """`host` as an IP address when it is one, including the forms `inet_aton` takes
-    (`127.1`, `0x7f000001`, `2130706433`) that resolvers turn into addresses."""
-    text = host.strip("[]")
+    (`127.1`, `0x7f000001`, `2130706433`) that resolvers turn into addresses, with or without
+    the trailing dot of an absolute name (`127.0.0.1.`), as `normalize_host` resolves it."""
+    text = host.strip("[]").rstrip(".")
     try:
         return ipaddress.ip_address(text)
     except ValueError:

@@ -45,10 +45,23 @@ def test_a_malformed_entry_stops_the_start(monkeypatch: pytest.MonkeyPatch) -> N
         ("${{secrets.URL}}", False),
         ("https://${{secrets.HOST}}/mcp", False),
         ("http://127.0.0.1/${{user.id}}", True),  # the address is literal all the same
+        ("http://${{user.name}}@127.0.0.1:8121/", True),  # so it is past a placeholder userinfo
+        ("http://${{user.name}}:${{secrets.P}}@127.0.0.1/", True),
+        ("http://${{user.name}}@${{secrets.HOST}}/", False),
+        ("http://127.0.0.1:${{secrets.PORT}}/", False),  # the port may take the host along
+        ("http://127.0.0.1.:8121/", True),
+        ("HTTP://127.0.0.1/", True),
     ],
 )
 def test_url_refusal_decides_what_shows_on_write(url: str, refused: bool) -> None:
     assert (url_refusal(url, EgressPolicy()) is not None) is refused
+
+
+@pytest.mark.parametrize(
+    "url", ["${{secrets.URL}}", "https://${{secrets.HOST}}@127.0.0.1/", "http://127.0.0.1:${{x}}/"]
+)
+def test_a_url_used_as_written_defers_nothing_to_a_placeholder(url: str) -> None:
+    assert url_refusal(url, EgressPolicy(), substituted=False) is not None
 
 
 def test_check_egress_names_every_refused_entry_and_never_the_url() -> None:

@@ -29,7 +29,7 @@ from backend.api.routes.skill_import import FETCH_ERRORS, ImportIn
 from backend.api.upload import ARCHIVE_BODY_OPENAPI, read_archive
 from backend.crd.plugin import PLUGIN_KIND, Plugin
 from backend.crd.stored import STALE_GHOST
-from backend.ghosts import PUBLIC_GHOSTS
+from backend.ghosts import PUBLIC_GHOSTS, check_user_namespace
 from backend.ghosts import service as ghosts
 from backend.kinds import store
 from backend.kinds.store import Scope
@@ -154,6 +154,7 @@ def _register(router: APIRouter, read_scope: ScopeDep, write_scope: ScopeDep, *,
         """A plugin folder or a marketplace from a git repository or an https archive (as a
         skill import from a URL: same egress policy and limits); each plugin records its
         source in `spec.source`."""
+        check_user_namespace(scope, "plugins")  # before anything is fetched
         fetcher = getattr(request.app.state, "plugin_fetcher", None)
         limits = FetchLimits.from_settings(settings)
         async with slots.hold(user.id, wait_s=settings.import_timeout_seconds):

@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.config import Settings
 from backend.errors import Conflict, SkillhiveError
+from backend.ghosts import check_user_namespace
 from backend.kinds.store import Scope
 from backend.skills import service
 from backend.skills.errors import ErrorCode, PackageError
@@ -58,6 +59,7 @@ async def import_skills(
     path: str | None = None,
     actor: int | None = None,
 ) -> ImportReport:
+    check_user_namespace(scope, "skills")  # before anything is fetched
     tree = await fetch_source(url, ref, path, settings.egress, FetchLimits.from_settings(settings))
     folders = skill_folders(tree.files)
     if not folders:
@@ -75,6 +77,7 @@ async def sync_skill(
     actor: int | None = None,
 ) -> SkillResult:
     """Fetch the skill's recorded source again; a new version only when the bytes changed."""
+    check_user_namespace(scope, "skills")
     crd = await service.get(session, scope, name)
     source = crd["status"].get("source")
     if not source:

@@ -81,7 +81,7 @@ class McpServerConfig(BaseModel):
             raise McpConfigError(
                 f"an MCP {self.transport} server needs a 'url'", details={"field": "url"}
             )
-        elif not self.url.startswith(("http://", "https://", "${{")):
+        elif not self.url.lower().startswith(("http://", "https://", "${{")):  # as egress reads it
             raise McpConfigError("an MCP server url must be http(s)", details={"field": "url"})
         return self
 

@@ -27,6 +27,8 @@ REFUSED = [
     "http://[::1]:8080/v1",
     "http://[::ffff:127.0.0.1]/v1",
     "http://2130706433/v1",
+    "http://127.0.0.1.:8121/",  # an absolute name's trailing dot
+    "http://${{user.name}}@127.0.0.1:8121/",  # a placeholder outside the host
     "ftp://models.example.com/v1",
 ]
 
@@ -56,6 +58,41 @@ async def test_mcp_servers_at_refused_addresses_are_422_naming_them(
     assert response.json()["error"]["details"]["servers"] == ["meta", "local"]
 
 
+@pytest.mark.parametrize("url", ["${{secrets.URL}}", "http://127.0.0.1:${{secrets.PORT}}/v1"])
+async def test_a_model_endpoint_gets_no_placeholder_substituted_so_none_defers_its_check(
+    client: httpx.AsyncClient, alice: Account, url: str
+) -> None:
+    response = await create(client, alice.headers, ghost("g", model={"baseUrl": url}))
+    assert_error(response, 422, "egress_forbidden")
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1.:8121/",
+        "http://${{user.name}}@127.0.0.1:8121/",
+        "http://${{secrets.USER}}:${{secrets.PASSWORD}}@[::1]/mcp",
+        "HTTP://127.0.0.1:8121/",
+    ],
+)
+async def test_an_mcp_url_at_a_literal_refused_address_is_422_however_it_is_spelled(
+    app: FastAPI, client: httpx.AsyncClient, alice: Account, url: str
+) -> None:
+    body = ghost("g", mcpServers={"local": {"type": "streamable-http", "url": url}})
+    response = await create(client, alice.headers, body)
+    assert_error(response, 422, "egress_forbidden")
+    assert response.json()["error"]["details"]["servers"] == ["local"]
+    assert await ghost_rows(app) == 0
+
+
+async def test_an_mcp_url_in_capitals_at_a_public_name_is_accepted(
+    client: httpx.AsyncClient, alice: Account
+) -> None:
+    body = ghost("g", mcpServers={"docs": {"url": "HTTPS://MCP.Example.com/mcp"}})
+    response = await create(client, alice.headers, body)
+    assert response.status_code == 201, response.text
+
+
 async def test_names_and_placeholders_are_left_to_connect_time(
     client: httpx.AsyncClient, alice: Account
 ) -> None:
@@ -63,10 +100,12 @@ async def test_names_and_placeholders_are_left_to_connect_time(
         "named": {"url": "http://localhost:9/mcp"},
         "secret": {"url": "${{secrets.MCP_URL}}"},
         "host": {"url": "https://${{secrets.HOST}}/mcp"},
+        "port": {"url": "http://127.0.0.1:${{secrets.PORT}}/mcp"},
     }
     body = ghost("g", model={"baseUrl": "http://localhost:9/v1"}, mcpServers=servers)
     await client.put("/api/v1/secrets/MCP_URL", json={"value": "x"}, headers=alice.headers)
     await client.put("/api/v1/secrets/HOST", json={"value": "x"}, headers=alice.headers)
+    await client.put("/api/v1/secrets/PORT", json={"value": "x"}, headers=alice.headers)
     response = await create(client, alice.headers, body)
     assert response.status_code == 201, response.text
 

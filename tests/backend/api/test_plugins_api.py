@@ -192,6 +192,20 @@ async def test_stdio_servers_are_refused_for_users_and_accepted_from_admins(
     assert listed.status_code == 200 and listed.json()["status"]["public"] is True
 
 
+async def test_no_user_imports_plugins_into_the_namespace_public(
+    client: httpx.AsyncClient, alice: Account, admin: Account
+) -> None:
+    data = plugin_zip(TOOLKIT_FILES, "partner/ui-toolkit/")
+    reserved = "/api/v1/namespaces/public/plugins"
+    for account in (alice, admin):  # admins publish through /public/plugins
+        assert_error(await post_zip(client, account, data, reserved), 422, "invalid_namespace")
+        url = {"url": "https://plugins.example.com/toolkit.zip"}  # refused before any fetch
+        imported = await client.post(f"{reserved}/import", json=url, headers=account.headers)
+        assert_error(imported, 422, "invalid_namespace")
+    skills = await client.get("/api/v1/namespaces/public/skills", headers=alice.headers)
+    assert skills.json()["items"] == []
+
+
 async def test_a_user_cannot_write_public_plugins(
     client: httpx.AsyncClient, alice: Account
 ) -> None:

@@ -24,10 +24,13 @@ async def test_a_user_skill_with_a_refused_mcp_address_is_422(
         "  docs: {type: sse, url: 'https://mcp.example.com/sse'}\n"
         "  meta: {type: http, url: 'http://169.254.169.254/mcp'}\n"
         "  named: {type: http, url: 'http://localhost:9/mcp'}\n"
+        "  dotted: {type: http, url: 'http://127.0.0.1.:8121/'}\n"
+        "  user: {type: http, url: 'http://${{user.name}}@127.0.0.1:8121/'}\n"
+        "  host: {type: http, url: 'http://${{secrets.HOST}}/mcp'}\n"
     )
     response = await upload(client, alice.headers, skill_with_servers(servers))
     assert_error(response, 422, "egress_forbidden")
-    assert response.json()["error"]["details"]["servers"] == ["meta"]
+    assert response.json()["error"]["details"]["servers"] == ["meta", "dotted", "user"]
     listed = await client.get("/api/v1/namespaces/dev/skills", headers=alice.headers)
     assert listed.json()["items"] == []
 

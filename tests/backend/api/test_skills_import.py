@@ -214,6 +214,25 @@ async def test_a_zip_of_many_skills_imports_each_and_reports_a_refused_one_with_
     assert sorted(s["metadata"]["name"] for s in listed) == ["alpha", "beta"]
 
 
+async def test_an_imported_skill_bringing_a_stdio_mcp_server_is_refused_with_its_code(
+    client: httpx.AsyncClient, alice: Account, server: SourceServer
+) -> None:
+    stdio = "mcpServers:\n  run: {command: node, args: [server.js]}\n"
+    archive = zips.build(
+        {
+            "repo-main/skills/alpha/SKILL.md": zips.skill_md("alpha"),
+            "repo-main/skills/local/SKILL.md": zips.skill_md("local", extra=stdio),
+        }
+    )
+    server.files["/repo.zip"] = archive
+    response = await do_import(client, alice, server.url("/repo.zip"))
+    assert results(response) == {"alpha": "created", "local": "refused"}
+    items = {i["path"]: i for i in response.json()["items"]}
+    assert items["skills/local"]["code"] == "mcp_stdio_forbidden"
+    listed = (await client.get(SKILLS, headers=alice.headers)).json()["items"]
+    assert [s["metadata"]["name"] for s in listed] == ["alpha"]
+
+
 async def test_a_tar_gz_archive_imports_and_its_links_are_refused(
     client: httpx.AsyncClient, alice: Account, server: SourceServer
 ) -> None:

@@ -101,6 +101,49 @@ async def test_users_cannot_write_public_skills(
     ] == 1
 
 
+RESERVED = "/api/v1/namespaces/public/skills"
+WRITES = [r for r in ROUTES if r[0] not in ("GET", "DELETE")] + [("POST", "?dryRun=true", True)]
+
+
+@pytest.mark.parametrize(("method", "suffix", "body"), WRITES)
+async def test_no_user_writes_skills_into_the_namespace_public(
+    client: httpx.AsyncClient, alice: Account, admin: Account, method: str, suffix: str, body: bool
+) -> None:
+    # Search shows public skills in namespace `public`: a user's own there would pass for one.
+    for account in (alice, admin):  # an admin publishes through /public/skills, not here
+        response = await _call(client, method, RESERVED + suffix, body, account.headers)
+        assert_error(response, 422, "invalid_namespace")
+    for account in (alice, admin):
+        listed = await client.get(RESERVED, headers=account.headers)
+        assert listed.json()["items"] == []
+
+
+async def test_imports_and_syncs_into_the_namespace_public_are_refused_before_fetching(
+    client: httpx.AsyncClient, alice: Account
+) -> None:
+    body = {"url": "https://skills.example.com/repo.zip"}  # never fetched
+    imported = await client.post(f"{RESERVED}/import", json=body, headers=alice.headers)
+    assert_error(imported, 422, "invalid_namespace")
+    synced = await client.post(f"{RESERVED}/tenant/sync", headers=alice.headers)
+    assert_error(synced, 422, "invalid_namespace")
+
+
+async def test_search_shows_namespace_public_for_public_skills_only(
+    client: httpx.AsyncClient, alice: Account, admin: Account
+) -> None:
+    data = zips.skill("harbour-tides", description="Read harbour tide tables.")
+    refused = await upload(client, alice.headers, data, namespace="public")
+    assert_error(refused, 422, "invalid_namespace")
+    assert (await upload(client, alice.headers, data, namespace="publicity")).status_code == 201
+    public = await client.post(PUBLIC, files={"file": ("s.zip", data)}, headers=admin.headers)
+    assert public.status_code == 201, public.text
+    found = await client.get(
+        "/api/v1/skills/search", params={"q": "harbour tides"}, headers=alice.headers
+    )
+    places = [i["namespace"] for i in found.json()["items"] if i["name"] == "harbour-tides"]
+    assert sorted(places) == ["public", "publicity"]  # the one in `public` is the admin's
+
+
 async def test_public_skills_are_readable_by_all_and_may_carry_code(
     client: httpx.AsyncClient, alice: Account, admin: Account
 ) -> None:

@@ -86,6 +86,8 @@ def test_the_defaults_allow_public_addresses(address: str) -> None:
     [
         "http://127.0.0.1/v1",
         "http://127.1/",  # the short forms resolvers accept
+        "http://127.0.0.1.:8121/",  # an absolute name's trailing dot
+        "http://127.1./",
         "http://2130706433/",
         "http://0x7f000001/",
         "http://0177.0.0.1/",
@@ -120,6 +122,7 @@ def test_a_host_name_passes_the_write_check_and_reports_its_port() -> None:
 def test_literal_address_reads_the_forms_resolvers_accept() -> None:
     assert literal_address("127.1") == ipaddress.ip_address("127.0.0.1")
     assert literal_address("[::1]") == ipaddress.ip_address("::1")
+    assert literal_address("127.0.0.1.") == ipaddress.ip_address("127.0.0.1")
     assert literal_address("cafe") is None  # a host name made of hex letters
     assert literal_address("example.com") is None
 

@@ -68,6 +68,11 @@ def test_missing_or_bad_endpoint_is_a_config_error_naming_the_field(
     assert isinstance(info.value, ChatShellError)
 
 
+def test_the_scheme_of_a_url_is_read_in_any_case_as_the_egress_policy_reads_it() -> None:
+    config = parse_mcp_server({"type": "http", "url": "HTTPS://mcp.example.com/mcp"}, trusted=False)
+    assert config.url == "HTTPS://mcp.example.com/mcp"
+
+
 def test_the_model_itself_raises_the_coded_error_not_a_validation_error() -> None:
     with pytest.raises(McpConfigError):
         McpServerConfig(transport="sse")
