@@ -295,7 +295,9 @@ async def add_reply(
     values: dict[str, Any] = {
         "conversation_id": conversation_id,
         "role": "assistant",
-        "content": content,
+        # A model may answer with U+0000, which PostgreSQL text cannot hold: stored as U+FFFD
+        # (on either database), where refusing it lost the whole answer.
+        "content": content.replace("\x00", "\ufffd"),
         "status": status,
         "reply_to": reply_to,
         "tool_calls": tool_calls,

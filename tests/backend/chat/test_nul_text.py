@@ -8,7 +8,8 @@ from fastapi import FastAPI
 from sqlalchemy import func, select
 
 from backend.db.models import Conversation, Message
-from tests.support.chat import ChatSetup
+from tests.support.chat import ChatSetup, send
+from tests.support.openai_server import FakeOpenAIServer, Reply
 from tests.support.errors import assert_error
 
 CONVERSATIONS = "/api/v1/conversations"
@@ -50,3 +51,17 @@ async def test_a_nul_in_a_title_message_ghost_or_id_is_a_422_and_nothing_is_stor
     assert await _rows(app) == before
     renamed = await client.get(f"{CONVERSATIONS}/{cid}", headers=h)
     assert "\x00" not in renamed.json()["title"]
+
+
+async def test_an_answer_holding_nul_is_stored_with_it_replaced(
+    client: httpx.AsyncClient, chat: ChatSetup, openai_server: FakeOpenAIServer
+) -> None:
+    # A model can be asked to print U+0000; PostgreSQL would refuse to store the answer.
+    cid = await chat.conversation(client)
+    openai_server.script(Reply(text="before\x00after"))
+    answer = await send(client, chat, cid, "print a NUL")
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["status"] == "ok"
+    assert answer.json()["content"] == "before\ufffdafter"
+    stored = await client.get(f"{CONVERSATIONS}/{cid}/messages", headers=chat.account.headers)
+    assert stored.json()["items"][-1]["content"] == "before\ufffdafter"
