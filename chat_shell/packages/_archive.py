@@ -113,6 +113,7 @@ def open_archive(data: bytes, limits: ArchiveLimits) -> SafeArchive:
             )
         )
     _check_no_overlap(entries)
+    _check_tree(seen)
     return SafeArchive(data, entries)
 
 
@@ -191,6 +192,24 @@ def _check_name(name: str, seen: set[str]) -> None:
     seen.add(name)
 
 
+def _check_tree(names: set[str]) -> None:
+    """No path is both a file and a folder (`a` beside `a/b`): unpacked, one of them could not
+    be written, and which one is lost would depend on the order."""
+    files = {n for n in names if not n.endswith("/")}
+    for name in sorted(names):
+        parts = name.removesuffix("/").split("/")
+        # a folder entry's own path too: `a` beside `a/`
+        for depth in range(1, len(parts) + name.endswith("/")):
+            folder = "/".join(parts[:depth])
+            if folder in files:
+                raise PackageReadError(
+                    ReadCode.DUPLICATE_ENTRY,
+                    f"{folder!r} is a file and a folder (of {name!r})",
+                    entry=folder,
+                    reason="a file and a folder of the same path",
+                )
+
+
 def _check_storage(info: zipfile.ZipInfo, name: str, limits: ArchiveLimits) -> None:
     if info.flag_bits & 0x1:
         raise PackageReadError(ReadCode.ENCRYPTED_ENTRY, f"entry {name!r} is encrypted", entry=name)
@@ -229,6 +248,10 @@ def _regular_mode(info: zipfile.ZipInfo, name: str) -> int | None:
             entry=name,
         )
     if is_dir:
+        if info.file_size or info.compress_size:  # a folder holding bytes reads two ways
+            raise PackageReadError(
+                ReadCode.NON_REGULAR_ENTRY, f"folder entry {name!r} holds data", entry=name
+            )
         return None
     # Keep the rwx bits (scripts stay executable); setuid, setgid and sticky never survive.
     return (unix & 0o777) or DEFAULT_MODE

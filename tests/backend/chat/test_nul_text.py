@@ -9,8 +9,8 @@ from sqlalchemy import func, select
 
 from backend.db.models import Conversation, Message
 from tests.support.chat import ChatSetup, send
-from tests.support.openai_server import FakeOpenAIServer, Reply
 from tests.support.errors import assert_error
+from tests.support.openai_server import FakeOpenAIServer, Reply
 
 CONVERSATIONS = "/api/v1/conversations"
 

@@ -279,3 +279,27 @@ def test_every_code_of_the_package_reader_has_the_same_code_in_the_api(code: Rea
         raise PackageReadError(code, "refused", entry="x")
     assert caught.value.code == code.value == ErrorCode(code.value).value
     assert caught.value.details == {"entry": "x"} and caught.value.status_code in (404, 413, 422)
+
+
+@pytest.mark.parametrize(
+    ("files", "entry"),
+    [
+        ({"demo/a": b"file", "demo/a/b": b"under it"}, "demo/a"),
+        ({"demo/x/a": b"file", "demo/x/a/b/c": b"deeper"}, "demo/x/a"),
+    ],
+    ids=["file beside its folder", "deeper"],
+)
+def test_a_path_that_is_a_file_and_a_folder_is_refused(files: dict[str, bytes], entry: str) -> None:
+    # Unpacked into a workspace, one of the two could not be written.
+    err = refused(make_zip({"demo/SKILL.md": GOOD_MD, **files}))
+    assert (err.code, err.details["entry"]) == ("duplicate_entry", entry)
+
+
+def test_a_folder_entry_holding_data_or_beside_a_file_of_its_path_is_refused() -> None:
+    skill = RawEntry("demo/SKILL.md", GOOD_MD)
+    folder = RawEntry("demo/d/", b"12345", external_attr=(stat.S_IFDIR | 0o755) << 16)
+    err = refused(raw_zip([skill, folder]))
+    assert (err.code, err.details["entry"]) == ("non_regular_entry", "demo/d/")
+    empty = RawEntry("demo/a/", b"", external_attr=(stat.S_IFDIR | 0o755) << 16)
+    err = refused(raw_zip([skill, RawEntry("demo/a", b"file"), empty]))
+    assert (err.code, err.details["entry"]) == ("duplicate_entry", "demo/a")
