@@ -215,6 +215,12 @@ def _check_egress(
     ghost: Ghost, configs: Mapping[str, McpServerConfig], egress: EgressPolicy
 ) -> None:
     if ghost.spec.model.base_url is not None:  # used as written: no placeholder is substituted
+        if "${{" in ghost.spec.model.base_url:  # it would be requested as the text it is
+            raise _invalid(
+                "invalid_field",
+                "spec.model.baseUrl is used as written: it takes no ${{...}} placeholder",
+                field="spec.model.baseUrl",
+            )
         model = {"spec.model.baseUrl": ghost.spec.model.base_url}
         check_egress(model, egress, key="field", what="the model endpoint", substituted=False)
     urls = {name: c.url for name, c in configs.items() if c.url is not None}
