@@ -61,7 +61,7 @@ ImportSlotsDep = Annotated[ImportSlots, Depends(get_import_slots)]
 RowId = Annotated[int, Path(ge=0, le=MAX_ID)]
 # A text id in a path (a conversation's, an artifact's): PostgreSQL text holds no NUL, so one
 # is a 422 too, on either database.
-TextId = Annotated[str, Path(min_length=1, max_length=64, pattern="^[^\x00]+$")]
+TextId = Annotated[str, Path(min_length=1, max_length=64, pattern=r"^[^\x00]+$")]
 
 
 def bearer_token(authorization: str | None) -> str:
