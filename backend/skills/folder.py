@@ -36,12 +36,13 @@ def zip_folder(folder: Path, limits: ArchiveLimits = DEFAULT_LIMITS) -> bytes:
             )
         for path in files:
             entry = path.relative_to(folder).as_posix()
-            mode = path.lstat().st_mode
+            found = path.lstat()
+            mode = found.st_mode
             if not stat.S_ISREG(mode):
                 raise PackageError(
                     ErrorCode.NON_REGULAR_ENTRY, f"{entry!r} is not a regular file", entry=entry
                 )
-            total += path.lstat().st_size
+            total += found.st_size
             if total > limits.max_uncompressed_bytes:
                 raise PackageError(
                     ErrorCode.UNCOMPRESSED_TOO_LARGE,
