@@ -258,9 +258,10 @@ async def send_message(
 ) -> Response:
     """Run a turn. `Accept: text/event-stream` streams its events; otherwise the answer (JSON)
     comes back once the turn ends. A second send while a turn runs is 409 `turn_in_progress`;
-    one more turn than the caller may run at once is 429 `too_many_turns`. A stream whose token
-    is revoked or expires, or whose user is deactivated, ends with `error` (`token_revoked`,
-    `token_expired`, `user_inactive`), and its turn is cancelled."""
+    one more turn than the caller may run at once is 429 `too_many_turns`. When the token is
+    revoked or expires, or the user is deactivated, before the turn ends, its turn is cancelled
+    and a stream ends with `error`, a JSON wait with 401 (`token_revoked`, `token_expired`,
+    `user_inactive`)."""
     stack = AsyncExitStack()
     streamed = "text/event-stream" in request.headers.get("accept", "")
     # Subscribe before the turn starts, so no event can slip past; the JSON answer needs the
@@ -268,15 +269,16 @@ async def send_message(
     events: AsyncIterator[TurnEnvelope] = await stack.enter_async_context(
         transport.subscribe(conversation_id, ends_only=not streamed)
     )
-    # A stream stays authorized only while its grant does (as a socket: backend/ws/live_auth.py).
-    access = await stack.enter_async_context(live_auth.stream(token)) if streamed else None
+    # A turn's answer, streamed or not, goes to the caller only while its grant holds (as a
+    # socket's: backend/ws/live_auth.py).
+    access = await stack.enter_async_context(live_auth.stream(token))
     try:
         message_id = await chat.send(user.id, conversation_id, body.content)
     except BaseException:
         await stack.aclose()
         raise
 
-    if access is not None:
+    if streamed:
 
         async def stream() -> AsyncIterator[bytes]:
             try:
@@ -304,10 +306,13 @@ async def send_message(
 
     async with stack:
         reply = None
-        async for envelope in events:
+        async for envelope in access.until_refused(events):
             if isinstance(envelope, TurnEnded) and envelope.message_id == message_id:
                 reply = envelope.reply
                 break
+        if access.refused is not None:  # the caller lost access while waiting: so does the turn
+            await transport.cancel(conversation_id)
+            raise access.refused
     if reply is None:
         raise ServiceUnavailable(
             "the turn ended but its answer could not be stored", code="turn_not_stored"

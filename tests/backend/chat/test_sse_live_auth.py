@@ -1,6 +1,7 @@
 """Authorization stays live on an open SSE stream, as on a socket (backend/ws/live_auth.py): a
 revoked or expired token or a deactivated user ends the stream with one last `error` event of
-REST's code, and the turn behind it is cancelled and stored so. Other streams go on. In embedded
+REST's code, and the turn behind it is cancelled and stored so. Other streams go on. A JSON send
+waiting for its answer ends with that code as a 401 the same way. In embedded
 mode and in Redis mode (the notice travels through Redis; a worker runs the turn)."""
 
 from __future__ import annotations
@@ -88,15 +89,21 @@ def held_answers(openai_server: FakeOpenAIServer, *answers: str) -> Iterator[Non
 
 
 async def start_stream(
-    client: httpx.AsyncClient, openai_server: FakeOpenAIServer, cid: str, secret: str
+    client: httpx.AsyncClient,
+    openai_server: FakeOpenAIServer,
+    cid: str,
+    secret: str,
+    *,
+    accept: str = "text/event-stream",
 ) -> asyncio.Task[httpx.Response]:
-    """An SSE send with `secret`, once its turn is calling the model (the task of the send)."""
+    """A send with `secret` (SSE, or JSON with `accept="application/json"`), once its turn is
+    calling the model (the task of the send)."""
     calls = len(openai_server.requests)
     streaming = asyncio.create_task(
         client.post(
             f"/api/v1/conversations/{cid}/messages",
             json={"content": "a question"},
-            headers={"Authorization": f"Bearer {secret}", "Accept": "text/event-stream"},
+            headers={"Authorization": f"Bearer {secret}", "Accept": accept},
         )
     )
 
@@ -218,3 +225,32 @@ async def test_a_stream_ends_when_its_token_expires(
         last = await ended_with(streaming)  # no notice: the grant's own timer
     assert last["code"] == "token_expired"
     assert await stored_answer(app, cid) == "cancelled"
+
+
+async def test_revoking_a_token_ends_a_json_wait_with_401_and_cancels_the_turn(
+    app: FastAPI,
+    client: httpx.AsyncClient,
+    chat: ChatSetup,
+    openai_server: FakeOpenAIServer,
+    worker: None,
+) -> None:
+    token_id, secret = await new_token(client, chat.account)
+    doomed_cid, other_cid = await chat.conversation(client), await chat.conversation(client)
+    json_accept = {"accept": "application/json"}
+    with held_answers(openai_server, "never delivered", "the other token's answer"):
+        doomed = await start_stream(client, openai_server, doomed_cid, secret, **json_accept)
+        other = await start_stream(
+            client, openai_server, other_cid, chat.account.token, **json_accept
+        )
+        revoked = await client.delete(f"/api/v1/tokens/{token_id}", headers=chat.account.headers)
+        assert revoked.status_code == 204
+        await asyncio.wait({doomed}, timeout=ENDS_WITHIN_S)
+        assert doomed.done(), "the JSON wait goes on though its caller lost access"
+    response = doomed.result()
+    assert response.status_code == 401, response.text
+    assert response.json()["error"]["code"] == "token_revoked"
+    assert "never delivered" not in response.text
+    assert await stored_answer(app, doomed_cid) == "cancelled"
+    answer = await other
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["content"] == "the other token's answer"
