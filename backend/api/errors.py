@@ -186,6 +186,8 @@ async def _validation_error(_: Request, exc: Exception) -> JSONResponse:
         {"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")}
         for e in exc.errors()
     ]
+    if any(e["type"] == "json_invalid" for e in errors):  # as the routes reading their own body
+        return error_response(422, "invalid_json", "the body is not valid JSON", {"errors": errors})
     return error_response(422, "invalid_request", "request validation failed", {"errors": errors})
 
 

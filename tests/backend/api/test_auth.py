@@ -182,6 +182,16 @@ async def test_validation_errors_use_the_error_shape(
     assert_error(await client.get("/api/v1/nope", headers=alice.headers), 404, "not_found")
 
 
+async def test_a_body_that_is_not_json_is_invalid_json_on_every_route(
+    client: httpx.AsyncClient, alice: Account
+) -> None:
+    """Routes with a declared body and routes reading their own (the CRDs) answer alike."""
+    headers = {**alice.headers, "Content-Type": "application/json"}
+    for path in ("/api/v1/tokens", "/api/v1/conversations", "/api/v1/namespaces/dev/ghosts"):
+        response = await client.post(path, content=b"{not json", headers=headers)
+        assert_error(response, 422, "invalid_json")
+
+
 async def test_metrics_are_for_admins(
     client: httpx.AsyncClient, alice: Account, admin: Account
 ) -> None:
