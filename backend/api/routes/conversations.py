@@ -310,7 +310,7 @@ async def send_message(
             if isinstance(envelope, TurnEnded) and envelope.message_id == message_id:
                 reply = envelope.reply
                 break
-        if access.refused is not None:  # the caller lost access while waiting: so does the turn
+        if reply is None and access.refused is not None:  # lost access first: so does the turn
             await transport.cancel(conversation_id)
             raise access.refused
     if reply is None:
