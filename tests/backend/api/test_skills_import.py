@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import io
 import random
 import tarfile
@@ -243,6 +244,35 @@ async def test_a_tar_gz_archive_imports_and_its_links_are_refused(
     }
     server.files["/linked.tgz"] = tar_gz(skill, symlink="pack/gamma/link")
     assert_error(await do_import(client, alice, server.url("/linked.tgz")), 422, "symlink_entry")
+
+
+def tar_gz_with_pax_header(size: int) -> bytes:
+    """A tar.gz whose first header is a pax record declaring `size` bytes (zeros: tiny once
+    compressed)."""
+    buffer = io.BytesIO()
+    with gzip.GzipFile(fileobj=buffer, mode="wb") as gz:
+        info = tarfile.TarInfo("././@PaxHeader")
+        info.type = tarfile.XHDTYPE
+        info.size = size
+        gz.write(info.tobuf(format=tarfile.USTAR_FORMAT))
+        for _ in range(size // 65536 + 1):
+            gz.write(bytes(65536))
+    return buffer.getvalue()
+
+
+async def test_a_tar_gz_whose_header_inflates_past_the_unpacked_cap_is_refused_unread(
+    app: FastAPI, client: httpx.AsyncClient, alice: Account, server: SourceServer
+) -> None:
+    """tarfile reads a pax header whole before it yields a member: a 40 KiB download declaring
+    a 40 MiB header is cut at the unpacked cap, not inflated into memory."""
+    app.state.settings = app.state.settings.model_copy(
+        update={"import_max_unpacked_bytes": 1024 * 1024, "import_max_files": 10}
+    )
+    server.files["/bomb.tar.gz"] = tar_gz_with_pax_header(40 * 1024 * 1024)
+    assert len(server.files["/bomb.tar.gz"]) < 100 * 1024
+    response = await do_import(client, alice, server.url("/bomb.tar.gz"))
+    assert_error(response, 422, "uncompressed_too_large")
+    assert (await client.get(SKILLS, headers=alice.headers)).json()["items"] == []
 
 
 async def test_an_archive_breaking_an_upload_rule_is_refused_with_the_uploads_code(
