@@ -329,7 +329,20 @@ async def test_without_an_allow_setting_a_loopback_url_is_refused(
 
 @pytest.mark.parametrize(
     "url",
-    ["http://[::1", "https://[::1/x", "http://example.com:99999/", "ftp://example.com/", "x"],
+    [
+        "http://[::1",
+        "https://[::1/x",
+        "http://example.com:99999/",
+        "ftp://example.com/",
+        "x",
+        # urlsplit takes these; httpx or the resolver's IDNA codec refused them (500s)
+        "http://xn--/skills.zip",
+        "http://0177.0.0.1/skills.zip",
+        "http://a\tb/skills.zip",
+        "http://example.com/skills.zip\r\nX-Injected: 1",
+        f"http://{'a' * 64}.example.com/skills.zip",
+        "http://a..example.com/skills.zip",
+    ],
 )
 async def test_a_malformed_url_is_refused_before_any_request(
     client: httpx.AsyncClient, alice: Account, url: str
@@ -340,6 +353,17 @@ async def test_a_malformed_url_is_refused_before_any_request(
         "/api/v1/namespaces/dev/plugins/import", json={"url": url}, headers=alice.headers
     )
     assert_error(plugin, 422, "invalid_import_url")
+
+
+@pytest.mark.parametrize("location", ["http://xn--/x.zip", f"http://{'a' * 64}.example.com/"])
+async def test_a_redirect_to_a_url_httpx_cannot_read_is_a_fetch_failure(
+    client: httpx.AsyncClient, alice: Account, server: SourceServer, location: str
+) -> None:
+    # httpx reads a redirect's Location even when it follows none: its IDNA error was a 500
+    server.redirects["/moved.zip"] = location
+    response = await do_import(client, alice, server.url("/moved.zip"))
+    assert_error(response, 502, "fetch_failed")
+    assert (await client.get(SKILLS, headers=alice.headers)).json()["items"] == []
 
 
 async def test_limits_refuse_a_large_download_a_slow_source_and_a_failing_one(
