@@ -12,6 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
+from dulwich.objects import Commit, Tree
 from dulwich.repo import Repo
 from dulwich.server import DictBackend
 from dulwich.web import make_wsgi_chain
@@ -293,6 +294,44 @@ async def test_a_symlink_in_a_git_skill_refuses_that_skill_only(
     response = await do_import(client, alice, server.url("/git/skills.git"))
     assert results(response) == {"alpha": "created", "beta": "refused"}
     assert response.json()["items"][1]["code"] == "symlink_entry"
+
+
+def add_submodule(repo: Repo, name: str) -> None:
+    """A new commit adding a submodule (a gitlink: a commit of another repository) at `name`."""
+    store = repo.object_store
+    head = store[repo.head()]
+    assert isinstance(head, Commit)
+    root = store[head.tree]
+    assert isinstance(root, Tree)
+    tree = Tree()
+    for item in root.items():
+        tree.add(item.path, item.mode, item.sha)
+    tree.add(name.encode(), 0o160000, b"1" * 40)
+    store.add_object(tree)
+    commit = Commit()
+    commit.tree, commit.parents = tree.id, [head.id]
+    commit.author = commit.committer = head.author
+    commit.author_time = commit.commit_time = head.commit_time + 1
+    commit.author_timezone = commit.commit_timezone = 0
+    commit.message = b"submodule"
+    store.add_object(commit)
+    repo.refs[b"refs/heads/master"] = commit.id
+
+
+@pytest.mark.parametrize("served", ["/git", "/dumb"])
+async def test_a_path_naming_a_submodule_is_path_not_found(
+    client: httpx.AsyncClient, alice: Account, server: SourceServer, tmp_path: Path, served: str
+) -> None:
+    # the submodule's commit is in another repository: looking it up was a KeyError, a 500
+    repo = git_repo(tmp_path / "repo", skill_files("alpha"))
+    add_submodule(repo, "vendor")
+    server.repos["skills"] = tmp_path / "repo"
+    url = server.url(f"{served}/skills.git")
+    for path in ("vendor", "vendor/skill"):
+        response = await do_import(client, alice, url, path=path)
+        assert_error(response, 422, "path_not_found")
+    assert (await client.get(SKILLS, headers=alice.headers)).json()["items"] == []
+    assert results(await do_import(client, alice, url)) == {"alpha": "created"}
 
 
 async def test_a_redirect_to_a_refused_address_is_refused_for_archives_and_git(
