@@ -3,6 +3,7 @@ same rules (safe relative names, regular files only, no duplicates, entry and si
 
 from __future__ import annotations
 
+import gzip
 import io
 import stat
 import tarfile
@@ -15,6 +16,9 @@ from chat_shell import ArchiveLimits, PackageReadError, ReadCode, open_archive, 
 
 ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")
 GZIP_MAGIC = b"\x1f\x8b"
+# What a tar stream may hold besides its files' bytes, per entry: its header block, the
+# padding of its data to a block, and extended headers (a pax or GNU long name record).
+TAR_ENTRY_OVERHEAD = 8 * 1024
 
 
 def is_zip(data: bytes) -> bool:
@@ -50,8 +54,13 @@ def _unpack_tar(data: bytes, limits: FetchLimits) -> dict[str, TreeFile]:
     files: dict[str, TreeFile] = {}
     seen: set[str] = set()
     total = members = 0
+    # tarfile reads a pax or GNU long-name header whole, whatever size it declares, before it
+    # yields a member: the inflated stream itself is capped, so a small download cannot
+    # inflate into gigabytes of one header.
+    cap = limits.unpacked_bytes + (limits.files + 2) * TAR_ENTRY_OVERHEAD
+    stream = _Inflated(gzip.GzipFile(fileobj=io.BytesIO(data)), cap)
     try:
-        with tarfile.open(fileobj=io.BytesIO(data), mode="r|gz") as tar:
+        with tarfile.open(fileobj=stream, mode="r|") as tar:
             for member in tar:
                 members += 1
                 if members > limits.files:
@@ -74,15 +83,39 @@ def _unpack_tar(data: bytes, limits: FetchLimits) -> dict[str, TreeFile]:
                         entry=name,
                         limit=limits.unpacked_bytes,
                     )
-                stream = tar.extractfile(member)
-                assert stream is not None  # a regular file
+                content = tar.extractfile(member)
+                assert content is not None  # a regular file
                 mode = (member.mode & 0o777) or 0o644
-                files[name] = TreeFile(stream.read(member.size), mode)
+                files[name] = TreeFile(content.read(member.size), mode)
     except (tarfile.TarError, EOFError, OSError, zlib.error) as exc:
         raise PackageReadError(
             ReadCode.CORRUPT_ENTRY, f"not a readable tar.gz archive: {exc}"
         ) from None
     return dict(sorted(files.items()))
+
+
+class _Inflated(io.RawIOBase):
+    """A tar stream inflated from gzip, refused once it passes `cap` bytes."""
+
+    def __init__(self, inner: gzip.GzipFile, cap: int) -> None:
+        self._inner = inner
+        self._cap = cap
+        self._read = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        left = self._cap - self._read + 1  # one byte past the cap tells that it is passed
+        chunk = self._inner.read(left if size < 0 else min(size, left))
+        self._read += len(chunk)
+        if self._read > self._cap:
+            raise PackageReadError(
+                ReadCode.UNCOMPRESSED_TOO_LARGE,
+                f"the tar stream inflates to more than {self._cap} bytes",
+                limit=self._cap,
+            )
+        return chunk
 
 
 def _check_member(member: tarfile.TarInfo, name: str, seen: set[str]) -> None:

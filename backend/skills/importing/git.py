@@ -292,9 +292,10 @@ def _walk(
         if part.encode() not in tree:
             raise refused("path_not_found", "the path is not in the repository", path=path)
         mode, sha = tree[part.encode()]
-        tree = store[sha]
+        # checked before the lookup: a submodule's commit is in another repository
         if not stat.S_ISDIR(mode):
             raise refused("path_not_found", "the path is not a folder", path=path)
+        tree = store[sha]
     assert isinstance(tree, Tree)
     limits = downloader.limits
     files: dict[str, TreeFile] = {}

@@ -130,6 +130,13 @@ class Downloader:
             raise timed_out(self.limits) from None
         except EgressForbidden as exc:
             raise refused("egress_forbidden", f"{exc.message} (import URL or a redirect)") from None
+        except (httpx.InvalidURL, UnicodeError):
+            # A redirect to a URL httpx cannot parse (httpx reads a redirect's `Location` even
+            # when it follows none), or a host name no resolver can encode: idna's errors are
+            # UnicodeErrors. The import's own URL was refused before (`parses`).
+            raise FetchFailed(
+                "the source redirected to a malformed URL", details={"reason": "InvalidURL"}
+            ) from None
         except httpx.HTTPError as exc:
             raise FetchFailed(
                 f"the source could not be fetched ({type(exc).__name__})",
@@ -320,6 +327,17 @@ class _Transport(httpx.HTTPTransport):
         super().__init__(verify=_ssl_context(), trust_env=False)
         # The parent built its pool without a way to pass a network backend: replace it.
         self._pool = httpcore.ConnectionPool(ssl_context=_ssl_context(), network_backend=backend)
+
+
+def parses(url: str) -> bool:
+    """Whether httpx can request `url` and a resolver look its host up: they refuse what
+    `urlsplit` takes (control characters, leading-zero IPv4 parts, bad IDNA labels like
+    `xn--`, empty labels or ones over 63 characters)."""
+    try:
+        httpx.URL(url).host.encode("idna")  # httpx decodes the host as it reads it
+    except (httpx.InvalidURL, UnicodeError):  # idna's errors are UnicodeErrors
+        return False
+    return True
 
 
 def _on_event_loop() -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import io
 import random
 import tarfile
@@ -11,6 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
+from dulwich.objects import Commit, Tree
 from dulwich.repo import Repo
 from dulwich.server import DictBackend
 from dulwich.web import make_wsgi_chain
@@ -245,6 +247,35 @@ async def test_a_tar_gz_archive_imports_and_its_links_are_refused(
     assert_error(await do_import(client, alice, server.url("/linked.tgz")), 422, "symlink_entry")
 
 
+def tar_gz_with_pax_header(size: int) -> bytes:
+    """A tar.gz whose first header is a pax record declaring `size` bytes (zeros: tiny once
+    compressed)."""
+    buffer = io.BytesIO()
+    with gzip.GzipFile(fileobj=buffer, mode="wb") as gz:
+        info = tarfile.TarInfo("././@PaxHeader")
+        info.type = tarfile.XHDTYPE
+        info.size = size
+        gz.write(info.tobuf(format=tarfile.USTAR_FORMAT))
+        for _ in range(size // 65536 + 1):
+            gz.write(bytes(65536))
+    return buffer.getvalue()
+
+
+async def test_a_tar_gz_whose_header_inflates_past_the_unpacked_cap_is_refused_unread(
+    app: FastAPI, client: httpx.AsyncClient, alice: Account, server: SourceServer
+) -> None:
+    """tarfile reads a pax header whole before it yields a member: a 40 KiB download declaring
+    a 40 MiB header is cut at the unpacked cap, not inflated into memory."""
+    app.state.settings = app.state.settings.model_copy(
+        update={"import_max_unpacked_bytes": 1024 * 1024, "import_max_files": 10}
+    )
+    server.files["/bomb.tar.gz"] = tar_gz_with_pax_header(40 * 1024 * 1024)
+    assert len(server.files["/bomb.tar.gz"]) < 100 * 1024
+    response = await do_import(client, alice, server.url("/bomb.tar.gz"))
+    assert_error(response, 422, "uncompressed_too_large")
+    assert (await client.get(SKILLS, headers=alice.headers)).json()["items"] == []
+
+
 async def test_an_archive_breaking_an_upload_rule_is_refused_with_the_uploads_code(
     client: httpx.AsyncClient, alice: Account, server: SourceServer
 ) -> None:
@@ -263,6 +294,44 @@ async def test_a_symlink_in_a_git_skill_refuses_that_skill_only(
     response = await do_import(client, alice, server.url("/git/skills.git"))
     assert results(response) == {"alpha": "created", "beta": "refused"}
     assert response.json()["items"][1]["code"] == "symlink_entry"
+
+
+def add_submodule(repo: Repo, name: str) -> None:
+    """A new commit adding a submodule (a gitlink: a commit of another repository) at `name`."""
+    store = repo.object_store
+    head = store[repo.head()]
+    assert isinstance(head, Commit)
+    root = store[head.tree]
+    assert isinstance(root, Tree)
+    tree = Tree()
+    for item in root.items():
+        tree.add(item.path, item.mode, item.sha)
+    tree.add(name.encode(), 0o160000, b"1" * 40)
+    store.add_object(tree)
+    commit = Commit()
+    commit.tree, commit.parents = tree.id, [head.id]
+    commit.author = commit.committer = head.author
+    commit.author_time = commit.commit_time = head.commit_time + 1
+    commit.author_timezone = commit.commit_timezone = 0
+    commit.message = b"submodule"
+    store.add_object(commit)
+    repo.refs[b"refs/heads/master"] = commit.id
+
+
+@pytest.mark.parametrize("served", ["/git", "/dumb"])
+async def test_a_path_naming_a_submodule_is_path_not_found(
+    client: httpx.AsyncClient, alice: Account, server: SourceServer, tmp_path: Path, served: str
+) -> None:
+    # the submodule's commit is in another repository: looking it up was a KeyError, a 500
+    repo = git_repo(tmp_path / "repo", skill_files("alpha"))
+    add_submodule(repo, "vendor")
+    server.repos["skills"] = tmp_path / "repo"
+    url = server.url(f"{served}/skills.git")
+    for path in ("vendor", "vendor/skill"):
+        response = await do_import(client, alice, url, path=path)
+        assert_error(response, 422, "path_not_found")
+    assert (await client.get(SKILLS, headers=alice.headers)).json()["items"] == []
+    assert results(await do_import(client, alice, url)) == {"alpha": "created"}
 
 
 async def test_a_redirect_to_a_refused_address_is_refused_for_archives_and_git(
@@ -299,7 +368,20 @@ async def test_without_an_allow_setting_a_loopback_url_is_refused(
 
 @pytest.mark.parametrize(
     "url",
-    ["http://[::1", "https://[::1/x", "http://example.com:99999/", "ftp://example.com/", "x"],
+    [
+        "http://[::1",
+        "https://[::1/x",
+        "http://example.com:99999/",
+        "ftp://example.com/",
+        "x",
+        # urlsplit takes these; httpx or the resolver's IDNA codec refused them (500s)
+        "http://xn--/skills.zip",
+        "http://0177.0.0.1/skills.zip",
+        "http://a\tb/skills.zip",
+        "http://example.com/skills.zip\r\nX-Injected: 1",
+        f"http://{'a' * 64}.example.com/skills.zip",
+        "http://a..example.com/skills.zip",
+    ],
 )
 async def test_a_malformed_url_is_refused_before_any_request(
     client: httpx.AsyncClient, alice: Account, url: str
@@ -310,6 +392,17 @@ async def test_a_malformed_url_is_refused_before_any_request(
         "/api/v1/namespaces/dev/plugins/import", json={"url": url}, headers=alice.headers
     )
     assert_error(plugin, 422, "invalid_import_url")
+
+
+@pytest.mark.parametrize("location", ["http://xn--/x.zip", f"http://{'a' * 64}.example.com/"])
+async def test_a_redirect_to_a_url_httpx_cannot_read_is_a_fetch_failure(
+    client: httpx.AsyncClient, alice: Account, server: SourceServer, location: str
+) -> None:
+    # httpx reads a redirect's Location even when it follows none: its IDNA error was a 500
+    server.redirects["/moved.zip"] = location
+    response = await do_import(client, alice, server.url("/moved.zip"))
+    assert_error(response, 502, "fetch_failed")
+    assert (await client.get(SKILLS, headers=alice.headers)).json()["items"] == []
 
 
 async def test_limits_refuse_a_large_download_a_slow_source_and_a_failing_one(
