@@ -37,7 +37,13 @@ _EXPORTS = {
     ],
     "chat_shell.errors": ["ChatShellError", "ProviderLoadError"],
     "chat_shell.models": ["OFFLINE_MODEL", "open_chat_model"],
-    "chat_shell.net": ["EgressForbidden", "EgressPolicy", "EgressTransport", "egress_client"],
+    "chat_shell.net": [
+        "EgressForbidden",
+        "EgressPolicy",
+        "EgressTransport",
+        "egress_client",
+        "readable_url",
+    ],
     "chat_shell.observe": ["McpScope", "set_observer"],
     "chat_shell.packages": [
         "ArchiveLimits",
@@ -147,6 +153,7 @@ __all__ = [
     "parse_mcp_server",
     "parse_mcp_servers",
     "path_problem",
+    "readable_url",
     "run_turn",
     "safe_relative_path",
     "set_observer",
@@ -181,7 +188,13 @@ if TYPE_CHECKING:
     )
     from chat_shell.errors import ChatShellError, ProviderLoadError
     from chat_shell.models import OFFLINE_MODEL, open_chat_model
-    from chat_shell.net import EgressForbidden, EgressPolicy, EgressTransport, egress_client
+    from chat_shell.net import (
+        EgressForbidden,
+        EgressPolicy,
+        EgressTransport,
+        egress_client,
+        readable_url,
+    )
     from chat_shell.observe import McpScope, set_observer
     from chat_shell.packages import (
         DEFAULT_ARCHIVE_LIMITS,

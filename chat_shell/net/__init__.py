@@ -6,6 +6,7 @@ from chat_shell.net.egress import (
     EgressPolicy,
     default_refusal,
     literal_address,
+    readable_url,
 )
 from chat_shell.net.upstream import (
     error_body_logger,
@@ -25,5 +26,6 @@ __all__ = [
     "find_cause",
     "literal_address",
     "log_upstream_error",
+    "readable_url",
     "truncated",
 ]

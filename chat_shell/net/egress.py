@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+import httpx
 from pydantic import BaseModel, ConfigDict, PrivateAttr, field_validator
 
 from chat_shell.errors import ChatShellError
@@ -149,6 +150,17 @@ def literal_address(host: str) -> IPAddress | None:
     return None
 
 
+def readable_url(url: str) -> bool:
+    """Whether httpx can request `url` and a resolver encode its host. Both refuse URLs that
+    `urlsplit` takes: control characters, leading-zero IPv4 parts, bad IDNA labels (`xn--`),
+    empty labels or ones over 63 characters."""
+    try:
+        httpx.URL(url).host.encode("idna")  # httpx decodes the host as it reads it
+    except (httpx.InvalidURL, UnicodeError):  # idna's errors are UnicodeErrors
+        return False
+    return True
+
+
 def normalize_host(host: str) -> str:
     return host.strip("[]").rstrip(".").lower()
 
@@ -248,6 +260,8 @@ class EgressPolicy(BaseModel):
             raise EgressForbidden(
                 f"the URL's address is not allowed: {reason}", details={"reason": reason}
             )
+        if not readable_url(url):  # else the client's own error, which no caller expects
+            raise EgressForbidden("the URL cannot be parsed")
         return host, port or _DEFAULT_PORTS[scheme]
 
     async def resolve_and_check(self, host: str, port: int) -> list[IPAddress]:
@@ -262,9 +276,12 @@ class EgressPolicy(BaseModel):
         else:
             if self._deny.has_name(host):
                 raise self._refused(host, None, "denied by the operator")
-            infos = await asyncio.get_running_loop().getaddrinfo(
-                normalize_host(host), port, type=socket.SOCK_STREAM
-            )
+            try:
+                infos = await asyncio.get_running_loop().getaddrinfo(
+                    normalize_host(host), port, type=socket.SOCK_STREAM
+                )
+            except UnicodeError as exc:  # a label no resolver can encode: a failed lookup
+                raise socket.gaierror(socket.EAI_NONAME, f"invalid host name: {exc}") from None
             addresses = list(dict.fromkeys(ipaddress.ip_address(info[4][0]) for info in infos))
         for resolved in addresses:
             reason = self.refusal(host, resolved)

@@ -51,6 +51,8 @@ def test_a_malformed_entry_stops_the_start(monkeypatch: pytest.MonkeyPatch) -> N
         ("http://127.0.0.1:${{secrets.PORT}}/", False),  # the port may take the host along
         ("http://127.0.0.1.:8121/", True),
         ("HTTP://127.0.0.1/", True),
+        ("http://a..example.com/", True),  # no resolver can look it up
+        ("https://${{secrets.HOST}}..example.com/", False),  # checked once substituted
     ],
 )
 def test_url_refusal_decides_what_shows_on_write(url: str, refused: bool) -> None:

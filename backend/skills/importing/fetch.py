@@ -17,10 +17,10 @@ from urllib.parse import urlsplit
 from backend.skills.importing.archives import is_gzip, is_zip, unpack_tar_gz, unpack_zip
 from backend.skills.importing.errors import FetchFailed, refused
 from backend.skills.importing.git import fetch_git
-from backend.skills.importing.http import Downloader, parses
+from backend.skills.importing.http import Downloader
 from backend.skills.importing.limits import FetchLimits
 from backend.skills.importing.tree import FetchedTree, TreeFile
-from chat_shell import EgressPolicy, path_problem
+from chat_shell import EgressPolicy, path_problem, readable_url
 
 ARCHIVE_SUFFIXES = (".zip", ".tar.gz", ".tgz")
 _REFS_LINE = re.compile(rb"[0-9a-f]{40}\t\S+")
@@ -48,7 +48,7 @@ def _check_url(url: str) -> str:
         raise refused("invalid_import_url", "the URL must be an http or https URL")
     if parts.username or parts.password:
         raise refused("invalid_import_url", "credentials in the URL are not accepted")
-    if not parses(url):
+    if not readable_url(url):
         raise refused("invalid_import_url", "the URL is malformed")
     return parts.path
 

@@ -31,7 +31,7 @@ import httpx
 
 from backend.skills.importing.errors import FetchFailed, FetchTimeout, refused, too_large
 from backend.skills.importing.limits import FetchLimits
-from chat_shell import EgressForbidden, EgressPolicy
+from chat_shell import EgressForbidden, EgressPolicy, readable_url
 
 MAX_REDIRECTS = 5
 _REDIRECTS = {301, 302, 303, 307, 308}
@@ -133,10 +133,8 @@ class Downloader:
         except (httpx.InvalidURL, UnicodeError):
             # A redirect to a URL httpx cannot parse (httpx reads a redirect's `Location` even
             # when it follows none), or a host name no resolver can encode: idna's errors are
-            # UnicodeErrors. The import's own URL was refused before (`parses`).
-            raise FetchFailed(
-                "the source redirected to a malformed URL", details={"reason": "InvalidURL"}
-            ) from None
+            # UnicodeErrors. The import's own URL was refused before (`readable_url`).
+            raise _malformed_redirect() from None
         except httpx.HTTPError as exc:
             raise FetchFailed(
                 f"the source could not be fetched ({type(exc).__name__})",
@@ -163,6 +161,8 @@ class Downloader:
                     details={"status": response.status_code},
                 )
             url = urljoin(url, location)
+            if not readable_url(url):  # the source's fault, not a refused address
+                raise _malformed_redirect()
         raise FetchFailed(f"more than {MAX_REDIRECTS} redirects", details={"limit": MAX_REDIRECTS})
 
     def _body(self, response: httpx.Response) -> Iterator[bytes]:
@@ -329,15 +329,8 @@ class _Transport(httpx.HTTPTransport):
         self._pool = httpcore.ConnectionPool(ssl_context=_ssl_context(), network_backend=backend)
 
 
-def parses(url: str) -> bool:
-    """Whether httpx can request `url` and a resolver look its host up: they refuse what
-    `urlsplit` takes (control characters, leading-zero IPv4 parts, bad IDNA labels like
-    `xn--`, empty labels or ones over 63 characters)."""
-    try:
-        httpx.URL(url).host.encode("idna")  # httpx decodes the host as it reads it
-    except (httpx.InvalidURL, UnicodeError):  # idna's errors are UnicodeErrors
-        return False
-    return True
+def _malformed_redirect() -> FetchFailed:
+    return FetchFailed("the source redirected to a malformed URL", details={"reason": "InvalidURL"})
 
 
 def _on_event_loop() -> bool:

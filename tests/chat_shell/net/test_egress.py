@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import socket
 
 import pytest
 from pydantic import ValidationError
@@ -111,6 +112,30 @@ def test_a_literal_refused_address_is_refused_without_resolving(url: str) -> Non
 def test_only_http_and_https_are_allowed(url: str) -> None:
     with pytest.raises(EgressForbidden):
         EgressPolicy().check_url(url)
+
+
+UNREADABLE = [
+    "http://" + "a" * 64 + ".example.com/",  # a label over 63 characters
+    "http://a..example.com/",  # an empty label
+    "http://xn--/",  # an A-label without Punycode
+    "http://example.com:8080\x00/",
+]
+
+
+@pytest.mark.parametrize("url", UNREADABLE)
+def test_a_url_the_client_or_a_resolver_cannot_read_is_refused(url: str) -> None:
+    """`urlsplit` takes these; httpx or the resolver then raised their own errors (an
+    `InvalidURL`, a `UnicodeError`), which the callers of an egress client do not expect."""
+    with pytest.raises(EgressForbidden, match="cannot be parsed"):
+        EgressPolicy().check_url(url)
+    with pytest.raises(EgressForbidden, match="cannot be parsed"):
+        EgressPolicy(allow=("0.0.0.0/0",)).check_url(url)
+
+
+@pytest.mark.parametrize("host", ["a" * 64 + ".example.com", "a..example.com"])
+async def test_a_host_no_resolver_can_encode_is_a_failed_lookup(host: str) -> None:
+    with pytest.raises(socket.gaierror):
+        await EgressPolicy().resolve_and_check(host, 443)
 
 
 def test_a_host_name_passes_the_write_check_and_reports_its_port() -> None:
