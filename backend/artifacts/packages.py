@@ -2,20 +2,34 @@
 
 The tar is read with the package reader's caps and refusal codes (entries, total size, links,
 unsafe paths) before anything is unpacked; the ZIP it becomes then goes through every upload
-rule like any upload.
+rule like any upload. A compressed tar is inflated first, whole and bounded (its checksum
+verified at the end): `tarfile` would otherwise read a header's claimed size into memory, so a
+small gzip could make it allocate gigabytes before any cap is checked.
 """
 
 from __future__ import annotations
 
+import bz2
+import gzip
 import io
+import lzma
 import tarfile
 import zipfile
+import zlib
+from collections.abc import Callable
 
 from backend.skills.errors import ErrorCode, PackageError
 from backend.skills.limits import ArchiveLimits
 from chat_shell import safe_relative_path
 
 ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")
+_DECOMPRESSORS: tuple[tuple[bytes, Callable[[io.BytesIO], io.BufferedIOBase]], ...] = (
+    (b"\x1f\x8b", lambda raw: gzip.GzipFile(fileobj=raw)),
+    (b"BZh", bz2.BZ2File),
+    (b"\xfd7zXZ\x00", lzma.LZMAFile),
+)
+# Room for each entry's tar header, pax records and padding beyond its file bytes.
+TAR_OVERHEAD_PER_ENTRY = 8 * 1024
 
 
 def package_zip(data: bytes, limits: ArchiveLimits) -> bytes:
@@ -23,7 +37,7 @@ def package_zip(data: bytes, limits: ArchiveLimits) -> bytes:
         return data
     try:
         return _tar_to_zip(data, limits)
-    except (tarfile.TarError, EOFError, OSError):
+    except (tarfile.TarError, EOFError, OSError, zlib.error, lzma.LZMAError):
         raise PackageError(
             ErrorCode.NOT_A_ZIP, "the artifact is neither a ZIP nor a tar archive"
         ) from None
@@ -36,12 +50,13 @@ def _tar_to_zip(data: bytes, limits: ArchiveLimits) -> bytes:
             f"archive is larger than {limits.max_archive_bytes} bytes",
             limit=limits.max_archive_bytes,
         )
+    tar_bytes = _inflated(data, limits)
     out = io.BytesIO()
     total = 0
     entries = 0
     seen: set[str] = set()
     with (
-        tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as tar,
+        tarfile.open(fileobj=io.BytesIO(tar_bytes), mode="r:") as tar,
         zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive,
     ):
         for member in tar:
@@ -80,3 +95,20 @@ def _tar_to_zip(data: bytes, limits: ArchiveLimits) -> bytes:
                 raise PackageError(ErrorCode.CORRUPT_ENTRY, "unreadable", entry=member.name)
             archive.writestr(str(name), handle.read(member.size))
     return out.getvalue()
+
+
+def _inflated(data: bytes, limits: ArchiveLimits) -> bytes:
+    """The tar itself: `data`, or its decompressed bytes, never more than the caps allow."""
+    opener = next((o for magic, o in _DECOMPRESSORS if data.startswith(magic)), None)
+    if opener is None:
+        return data
+    cap = limits.max_uncompressed_bytes + (limits.max_archive_entries + 2) * TAR_OVERHEAD_PER_ENTRY
+    with opener(io.BytesIO(data)) as stream:
+        inflated = stream.read(cap + 1)  # to the end of the stream: its checksum is checked
+    if len(inflated) > cap:
+        raise PackageError(
+            ErrorCode.UNCOMPRESSED_TOO_LARGE,
+            f"the tar inflates to more than {cap} bytes",
+            limit=limits.max_uncompressed_bytes,
+        )
+    return inflated

@@ -178,8 +178,8 @@ async def _read_request(reader: asyncio.StreamReader) -> tuple[str, dict[str, An
     body = await reader.readexactly(size)
     try:
         request = json.loads(body.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
-        raise _BadFrame("a request must be UTF-8 JSON") from None
+    except (UnicodeDecodeError, ValueError, RecursionError):  # RecursionError: nested too deep
+        raise _BadFrame("a request must be UTF-8 JSON, nested at most ~1000 levels") from None
     if not isinstance(request, dict) or set(request) - {"tool", "arguments"}:
         raise _BadFrame('a request is {"tool": name, "arguments": {...}}')
     tool, arguments = request.get("tool"), request.get("arguments", {})

@@ -13,6 +13,7 @@ One tool object serves every turn (like load_skill); it finds its turn through t
 
 import asyncio
 import json
+import math
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, replace
@@ -221,7 +222,10 @@ def _checked_arguments(
     if len(patterns) > MAX_PATTERNS or not all(isinstance(p, str) for p in patterns):
         raise ToolException(f"output_files must be at most {MAX_PATTERNS} glob patterns.")
     if seconds is not None and (
-        isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds <= 0
+        isinstance(seconds, bool)
+        or not isinstance(seconds, int | float)
+        or math.isnan(seconds)
+        or seconds <= 0
     ):
         raise ToolException("timeout must be a positive number of seconds.")
     return patterns

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import gzip
 import io
+import os
 import tarfile
+import tracemalloc
 import zipfile
 
 import pytest
@@ -80,4 +83,44 @@ def test_a_tar_over_the_entry_and_size_caps_is_refused() -> None:
 def test_neither_a_zip_nor_a_tar_is_not_a_zip() -> None:
     with pytest.raises(PackageError) as refused:
         package_zip(b"just some words", ArchiveLimits())
+    assert refused.value.code == "not_a_zip"
+
+
+def header_bomb(size: int, kind: bytes) -> bytes:
+    """A gzipped tar whose first member is a pax (or GNU long name) header claiming `size`
+    bytes of zeros: tarfile reads such a header whole, into memory, before anything else."""
+    info = tarfile.TarInfo("././@PaxHeader")
+    info.type, info.size = kind, size
+    raw = info.tobuf(format=tarfile.USTAR_FORMAT) + bytes(-(-size // 512) * 512 + 1024)
+    return gzip.compress(raw, 9)
+
+
+@pytest.mark.parametrize("kind", [tarfile.XHDTYPE, tarfile.GNUTYPE_LONGNAME], ids=["pax", "long"])
+def test_a_compressed_tar_is_inflated_bounded_by_the_caps(kind: bytes) -> None:
+    limits = ArchiveLimits(max_uncompressed_bytes=1024 * 1024, max_archive_entries=10)
+    bomb = header_bomb(64 * 1024 * 1024, kind)  # ~64 KiB that inflate to 64 MiB
+    assert len(bomb) < limits.max_archive_bytes
+
+    tracemalloc.start()
+    try:
+        with pytest.raises(PackageError) as refused:
+            package_zip(bomb, limits)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+    assert refused.value.code == "uncompressed_too_large"
+    assert peak < 8 * 1024 * 1024
+
+
+@pytest.mark.parametrize("mode", ["w:gz", "w:bz2", "w:xz"])
+def test_a_corrupt_compressed_tar_is_not_a_zip(mode: str) -> None:
+    data = os.urandom(100_000)  # incompressible: a flipped byte lands in the data as stored
+    skill_md = (entry("demo/SKILL.md"), b"---\nname: demo\n---\n")
+    good = tar_of(skill_md, (entry("demo/x"), data), mode=mode)
+    middle = len(good) // 2
+    corrupt = good[:middle] + bytes([good[middle] ^ 0xFF]) + good[middle + 1 :]
+
+    with pytest.raises(PackageError) as refused:
+        package_zip(corrupt, ArchiveLimits())
     assert refused.value.code == "not_a_zip"

@@ -133,8 +133,17 @@ async def test_a_tool_outside_the_turns_set_is_an_error_and_the_connection_goes_
         struct.pack(">I", 24) + b'{"tool": 1, "arguments"}',
         struct.pack(">I", 35) + b'{"tool": "add", "arguments": [1,2]}',
         struct.pack(">I", 39) + b'{"tool": "add", "arguments": {}, "x":1}',
+        struct.pack(">I", 200_000) + b"[" * 200_000,  # json.loads: RecursionError
     ],
-    ids=["oversized", "not-utf8", "not-an-object", "not-json", "arguments-list", "extra-key"],
+    ids=[
+        "oversized",
+        "not-utf8",
+        "not-an-object",
+        "not-json",
+        "arguments-list",
+        "extra-key",
+        "nested-too-deep",
+    ],
 )
 async def test_a_bad_frame_gets_an_error_and_the_connection_is_closed(
     served: tuple[McpBridge, list[McpCallEvent], Path], frame: bytes

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 import pytest
@@ -165,6 +166,8 @@ async def test_users_own_skills_run_only_when_the_host_allows_it(
         ({"skill": "nope", "command": "echo x"}, "Unknown skill 'nope'"),
         ({"skill": "other", "command": " "}, "non-empty shell command"),
         ({"skill": "other", "command": "true", "timeout": -1}, "positive number of seconds"),
+        # JSON tool arguments may carry NaN: min(NaN, cap) is NaN, a run "timed out" at once
+        ({"skill": "other", "command": "true", "timeout": math.nan}, "positive number of"),
         ({"skill": "other", "command": "true", "output_files": ["*"] * 21}, "at most 20"),
     ],
 )
