@@ -2,34 +2,24 @@
 
 The tar is read with the package reader's caps and refusal codes (entries, total size, links,
 unsafe paths) before anything is unpacked; the ZIP it becomes then goes through every upload
-rule like any upload. A compressed tar is inflated first, whole and bounded (its checksum
-verified at the end): `tarfile` would otherwise read a header's claimed size into memory, so a
-small gzip could make it allocate gigabytes before any cap is checked.
+rule like any upload. A compressed tar is inflated first, whole and bounded
+(`backend/skills/tars.py`).
 """
 
 from __future__ import annotations
 
-import bz2
-import gzip
 import io
 import lzma
 import tarfile
 import zipfile
 import zlib
-from collections.abc import Callable
 
 from backend.skills.errors import ErrorCode, PackageError
 from backend.skills.limits import ArchiveLimits
+from backend.skills.tars import TarTooLarge, inflated_tar
 from chat_shell import safe_relative_path
 
 ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")
-_DECOMPRESSORS: tuple[tuple[bytes, Callable[[io.BytesIO], io.BufferedIOBase]], ...] = (
-    (b"\x1f\x8b", lambda raw: gzip.GzipFile(fileobj=raw)),
-    (b"BZh", bz2.BZ2File),
-    (b"\xfd7zXZ\x00", lzma.LZMAFile),
-)
-# Room for each entry's tar header, pax records and padding beyond its file bytes.
-TAR_OVERHEAD_PER_ENTRY = 8 * 1024
 
 
 def package_zip(data: bytes, limits: ArchiveLimits) -> bytes:
@@ -50,7 +40,14 @@ def _tar_to_zip(data: bytes, limits: ArchiveLimits) -> bytes:
             f"archive is larger than {limits.max_archive_bytes} bytes",
             limit=limits.max_archive_bytes,
         )
-    tar_bytes = _inflated(data, limits)
+    try:
+        tar_bytes = inflated_tar(
+            data, file_bytes=limits.max_uncompressed_bytes, entries=limits.max_archive_entries
+        )
+    except TarTooLarge as exc:
+        raise PackageError(
+            ErrorCode.UNCOMPRESSED_TOO_LARGE, str(exc), limit=limits.max_uncompressed_bytes
+        ) from None
     out = io.BytesIO()
     total = 0
     entries = 0
@@ -95,20 +92,3 @@ def _tar_to_zip(data: bytes, limits: ArchiveLimits) -> bytes:
                 raise PackageError(ErrorCode.CORRUPT_ENTRY, "unreadable", entry=member.name)
             archive.writestr(str(name), handle.read(member.size))
     return out.getvalue()
-
-
-def _inflated(data: bytes, limits: ArchiveLimits) -> bytes:
-    """The tar itself: `data`, or its decompressed bytes, never more than the caps allow."""
-    opener = next((o for magic, o in _DECOMPRESSORS if data.startswith(magic)), None)
-    if opener is None:
-        return data
-    cap = limits.max_uncompressed_bytes + (limits.max_archive_entries + 2) * TAR_OVERHEAD_PER_ENTRY
-    with opener(io.BytesIO(data)) as stream:
-        inflated = stream.read(cap + 1)  # to the end of the stream: its checksum is checked
-    if len(inflated) > cap:
-        raise PackageError(
-            ErrorCode.UNCOMPRESSED_TOO_LARGE,
-            f"the tar inflates to more than {cap} bytes",
-            limit=limits.max_uncompressed_bytes,
-        )
-    return inflated

@@ -3,7 +3,6 @@ same rules (safe relative names, regular files only, no duplicates, entry and si
 
 from __future__ import annotations
 
-import gzip
 import io
 import stat
 import tarfile
@@ -12,13 +11,11 @@ import zlib
 from backend.skills.errors import translated
 from backend.skills.importing.limits import FetchLimits
 from backend.skills.importing.tree import TreeFile
+from backend.skills.tars import TarTooLarge, inflated_tar
 from chat_shell import ArchiveLimits, PackageReadError, ReadCode, open_archive, path_problem
 
 ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")
 GZIP_MAGIC = b"\x1f\x8b"
-# What a tar stream may hold besides its files' bytes, per entry: its header block, the
-# padding of its data to a block, and extended headers (a pax or GNU long name record).
-TAR_ENTRY_OVERHEAD = 8 * 1024
 
 
 def is_zip(data: bytes) -> bool:
@@ -54,13 +51,10 @@ def _unpack_tar(data: bytes, limits: FetchLimits) -> dict[str, TreeFile]:
     files: dict[str, TreeFile] = {}
     seen: set[str] = set()
     total = members = 0
-    # tarfile reads a pax or GNU long-name header whole, whatever size it declares, before it
-    # yields a member: the inflated stream itself is capped, so a small download cannot
-    # inflate into gigabytes of one header.
-    cap = limits.unpacked_bytes + (limits.files + 2) * TAR_ENTRY_OVERHEAD
-    stream = _Inflated(gzip.GzipFile(fileobj=io.BytesIO(data)), cap)
     try:
-        with tarfile.open(fileobj=stream, mode="r|") as tar:
+        # inflated first, bounded: `tarfile` would read a header's claimed size into memory
+        tar_bytes = inflated_tar(data, file_bytes=limits.unpacked_bytes, entries=limits.files)
+        with tarfile.open(fileobj=io.BytesIO(tar_bytes), mode="r|") as tar:
             for member in tar:
                 members += 1
                 if members > limits.files:
@@ -87,35 +81,15 @@ def _unpack_tar(data: bytes, limits: FetchLimits) -> dict[str, TreeFile]:
                 assert content is not None  # a regular file
                 mode = (member.mode & 0o777) or 0o644
                 files[name] = TreeFile(content.read(member.size), mode)
+    except TarTooLarge as exc:
+        raise PackageReadError(
+            ReadCode.UNCOMPRESSED_TOO_LARGE, str(exc), limit=limits.unpacked_bytes
+        ) from None
     except (tarfile.TarError, EOFError, OSError, zlib.error) as exc:
         raise PackageReadError(
             ReadCode.CORRUPT_ENTRY, f"not a readable tar.gz archive: {exc}"
         ) from None
     return dict(sorted(files.items()))
-
-
-class _Inflated(io.RawIOBase):
-    """A tar stream inflated from gzip, refused once it passes `cap` bytes."""
-
-    def __init__(self, inner: gzip.GzipFile, cap: int) -> None:
-        self._inner = inner
-        self._cap = cap
-        self._read = 0
-
-    def readable(self) -> bool:
-        return True
-
-    def read(self, size: int = -1) -> bytes:
-        left = self._cap - self._read + 1  # one byte past the cap tells that it is passed
-        chunk = self._inner.read(left if size < 0 else min(size, left))
-        self._read += len(chunk)
-        if self._read > self._cap:
-            raise PackageReadError(
-                ReadCode.UNCOMPRESSED_TOO_LARGE,
-                f"the tar stream inflates to more than {self._cap} bytes",
-                limit=self._cap,
-            )
-        return chunk
 
 
 def _check_member(member: tarfile.TarInfo, name: str, seen: set[str]) -> None:
