@@ -201,3 +201,18 @@ async def test_a_skill_response_with_a_non_json_number_is_refused_with_a_code(
     assert refused["ok"] is False and refused["error"]["code"] == "invalid_frame", refused
     assert await raw.ack('42/chat,4["conversation:leave",{"conversation_id":"c"}]') == {"ok": True}
     await raw.ws.close()
+
+
+async def test_a_skill_response_while_redis_is_down_is_answered_unavailable(
+    alice: Account, serve: Any, redis_server: Any, quiet_log: pytest.LogCaptureFixture
+) -> None:
+    """The registry cannot reach Redis: the browser is told to retry (503's code), not
+    `internal_error` with a traceback."""
+    url = serve(redis_url=redis_server.url)
+    raw = await RawSocket.open(url, alice.token)
+    redis_server.stop()
+    answer = '{"request_id":"r1","success":true,"result":null}'
+    refused = await raw.ack('42/chat,3["skill:response",' + answer + "]")
+    assert refused["ok"] is False and refused["error"]["code"] == "pending_unavailable", refused
+    redis_server.start()
+    await raw.ws.close()
