@@ -80,6 +80,7 @@ _EXPORTS = {
         "InMemoryPendingRequestRegistry",
         "PendingRequestRegistry",
         "RedisPendingRequestRegistry",
+        "RegistryUnavailable",
     ],
     "chat_shell.tools.pending.base": ["honour_cancellation"],
     "chat_shell.tools.sandbox": ["SandboxAccess"],
@@ -120,6 +121,7 @@ __all__ = [
     "ProviderLoadError",
     "ReadCode",
     "RedisPendingRequestRegistry",
+    "RegistryUnavailable",
     "SKILL_MD_NAMES",
     "SandboxAccess",
     "SandboxLimits",
@@ -232,6 +234,7 @@ if TYPE_CHECKING:
         InMemoryPendingRequestRegistry,
         PendingRequestRegistry,
         RedisPendingRequestRegistry,
+        RegistryUnavailable,
     )
     from chat_shell.tools.sandbox import SandboxAccess
     from chat_shell.tools.sandbox._files import ArtifactLimits, NewArtifact, SavedArtifact

@@ -17,9 +17,10 @@ from pydantic import BaseModel, Field, ValidationError
 from backend.chat import conversations
 from backend.chat.runtime import ChatRuntime
 from backend.db.types import NoNul
-from backend.errors import InvalidRequest, SkillhiveError, Unauthorized
+from backend.errors import InvalidRequest, ServiceUnavailable, SkillhiveError, Unauthorized
 from backend.ws.live_auth import LiveAuth
 from backend.ws.rooms import NAMESPACE, conversation_room, user_room
+from chat_shell import RegistryUnavailable
 
 log = logging.getLogger("skillhive.ws")
 
@@ -141,11 +142,17 @@ class ChatNamespace(socketio.AsyncNamespace):  # type: ignore[misc]
         """The browser's answer to a `skill:request`; only the request's user can resolve it,
         once. The ack carries the outcome: resolved | not_found | already_resolved | expired."""
         payload = _parse(_SkillResponse, data)
-        outcome = await self.runtime.transport.registry.resolve(
-            await self._user_id(sid),
-            payload.request_id,
-            payload.success,
-            payload.result,
-            payload.error,
-        )
+        try:
+            outcome = await self.runtime.transport.registry.resolve(
+                await self._user_id(sid),
+                payload.request_id,
+                payload.success,
+                payload.result,
+                payload.error,
+            )
+        except RegistryUnavailable as exc:  # Redis unreachable: the browser may answer again
+            log.warning("skill:response not delivered: %s", exc)
+            raise ServiceUnavailable(
+                "pending requests are unavailable; retry", code="pending_unavailable"
+            ) from exc
         return {"ok": outcome == "resolved", "outcome": str(outcome)}

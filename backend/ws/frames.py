@@ -63,16 +63,21 @@ def _depth_exceeds(value: Any, limit: int) -> bool:
     return False
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
 class BoundedJson:
-    """The `json` of client packets: integers of at most 100 digits (python-engineio's rule) and
-    at most `MAX_DEPTH` levels of nesting."""
+    """The `json` of client packets: integers of at most 100 digits (python-engineio's rule), at
+    most `MAX_DEPTH` levels of nesting, and no NaN or Infinity (Python's reader takes them, no
+    JSON document holds them: an answer carrying one could not be stored or sent on)."""
 
     dumps = staticmethod(json.dumps)
 
     @staticmethod
     def loads(text: str | bytes, **kwargs: Any) -> Any:
         try:
-            value = engineio_json.loads(text, **kwargs)
+            value = engineio_json.loads(text, parse_constant=_no_constant, **kwargs)
         except RecursionError:
             raise FrameRefused("nested too deeply") from None
         except ValueError as exc:

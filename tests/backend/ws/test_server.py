@@ -180,3 +180,39 @@ async def test_listed_origins_are_allowed_and_others_refused(serve: Any) -> None
     url = serve(cors_origins=["http://app.example"])
     assert await handshake(url, "http://app.example") == 200
     assert await handshake(url, "http://evil.example") == 400
+
+
+@pytest.mark.parametrize("redis", [False, True], ids=["embedded", "redis"])
+@pytest.mark.parametrize("number", ["NaN", "Infinity", "-Infinity"])
+async def test_a_skill_response_with_a_non_json_number_is_refused_with_a_code(
+    alice: Account,
+    serve: Any,
+    redis_server: Any,
+    quiet_log: pytest.LogCaptureFixture,
+    redis: bool,
+    number: str,
+) -> None:
+    """Python's JSON reads NaN and Infinity, which no JSON document may hold: an answer carrying
+    one is refused with a stable code, never `internal_error` with a traceback."""
+    url = serve(redis_url=redis_server.url) if redis else serve()
+    raw = await RawSocket.open(url, alice.token)
+    answer = '{"request_id":"r1","success":true,"result":{"x":' + number + "}}"
+    refused = await raw.ack('42/chat,3["skill:response",' + answer + "]")
+    assert refused["ok"] is False and refused["error"]["code"] == "invalid_frame", refused
+    assert await raw.ack('42/chat,4["conversation:leave",{"conversation_id":"c"}]') == {"ok": True}
+    await raw.ws.close()
+
+
+async def test_a_skill_response_while_redis_is_down_is_answered_unavailable(
+    alice: Account, serve: Any, redis_server: Any, quiet_log: pytest.LogCaptureFixture
+) -> None:
+    """The registry cannot reach Redis: the browser is told to retry (503's code), not
+    `internal_error` with a traceback."""
+    url = serve(redis_url=redis_server.url)
+    raw = await RawSocket.open(url, alice.token)
+    redis_server.stop()
+    answer = '{"request_id":"r1","success":true,"result":null}'
+    refused = await raw.ack('42/chat,3["skill:response",' + answer + "]")
+    assert refused["ok"] is False and refused["error"]["code"] == "pending_unavailable", refused
+    redis_server.start()
+    await raw.ws.close()
