@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import engineio
 import socketio
+from socketio import packet
 
 from backend.chat.transport.envelope import BrowserEvent, Envelope, TurnEnded, TurnEvent
 
@@ -71,9 +73,20 @@ class SocketIORooms:
 
     async def deliver(self, envelope: Envelope) -> None:
         room = conversation_room(envelope.conversation_id)
+        recipients = [
+            eio_sid for _, eio_sid in self.server.manager.get_participants(NAMESPACE, room)
+        ]
         # No socket of this gateway in the room (a REST turn, or a room on another gateway):
         # nothing to serialize the event for.
-        if next(self.server.manager.get_participants(NAMESPACE, room), None) is None:
+        if not recipients:
             return
         name, data = socketio_event(envelope)
-        await self.server.emit(name, data, room=room, namespace=NAMESPACE)
+        # What the server's `emit` sends, encoded once and queued to each socket in turn: its
+        # emit sends to every recipient from a task of its own and waits for them all, three
+        # turns of the event loop for each event of a turn. Queuing never blocks.
+        encoded = self.server.packet_class(
+            packet.EVENT, namespace=NAMESPACE, data=[name, data]
+        ).encode()
+        message = engineio.packet.Packet(engineio.packet.MESSAGE, encoded)
+        for eio_sid in recipients:
+            await self.server.eio.send_packet(eio_sid, message)
