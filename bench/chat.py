@@ -1,13 +1,15 @@
 """Chat benchmark: `python -m bench.chat` (a gateway process on loopback, embedded SQLite,
 instant fake model; the client and the in-process baseline run in this process).
 
-1. A REST chat turn (JSON, sent with aiohttp) and a Socket.IO chat turn through the gateway,
+1. A REST chat turn (JSON, sent with aiohttp) and a Socket.IO chat turn (sent with the wire
+   client, bench/_sio_client.py; python-socketio's client is timed beside it) through the gateway,
    each timed side by side (bench/_util.compare) with the floor: chat_shell's `run_turn` called
    in-process plus the turn's unavoidable persistence as raw SQL on the same database (a token
    lookup by hash, one history read, two inserts). Targets <= 1.5x; also the gateway's p50/p99
    overhead per turn.
    The gateway runs with the defaults an operator gets (no inline tracing hooks).
-2. 100 concurrent Socket.IO conversations for 30 s: turns/s and errors (target 0 errors).
+2. 100 concurrent Socket.IO conversations (python-socketio's client) for 30 s: turns/s and
+   errors (target 0 errors).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ import socketio
 from backend.config import Settings
 from backend.db.migrate import upgrade
 from bench._gateway import instant_model
+from bench._sio_client import WireSocket
 from bench._util import Comparison, compare
 from chat_shell.agent import run_turn
 from chat_shell.contracts import HistoryMessage, SkillSpec, TurnRequest
@@ -260,19 +263,23 @@ async def run(pairs: int, clients: int, seconds: float) -> None:
             report("REST", rest)
             print(f"rest_ratio: {rest.median_ratio:.2f} (target <= 1.5)")
 
-            sock = SocketChat(url, token)
-            await sock.connect()
-            sio_ids = [await conversations.new() for _ in range(pairs + 20)]
-            for cid in sio_ids:
-                await sock.join(cid)
-            sio_iter = iter(sio_ids)
+            # The timed client is the least a Socket.IO client does (bench/_sio_client.py);
+            # python-socketio's costs are printed beside it.
+            async with aiohttp.ClientSession() as session:
+                wire = WireSocket(url, token)
+                await wire.connect(session)
+                await socket_client_costs(url, token, conversations, wire, pairs)
+                sio_ids = [await conversations.new() for _ in range(pairs + 20)]
+                for cid in sio_ids:
+                    assert (await wire.call("conversation:join", {"conversation_id": cid}))["ok"]
+                sio_iter = iter(sio_ids)
 
-            async def sio_turn() -> None:
-                result = await sock.turn(next(sio_iter))
-                assert result.get("ok") and result["message"]["status"] == "ok", result
+                async def sio_turn() -> None:
+                    result = await wire.turn(next(sio_iter))
+                    assert result.get("ok") and result["message"]["status"] == "ok", result
 
-            sio = await compare(sio_turn, direct, pairs=pairs)
-            await sock.sio.disconnect()
+                sio = await compare(sio_turn, direct, pairs=pairs)
+                await wire.close()
             report("Socket.IO", sio)
             print(f"sio_ratio: {sio.median_ratio:.2f} (target <= 1.5)")
             await db.close()
@@ -307,6 +314,35 @@ async def client_costs(heavy: httpx.AsyncClient, light: aiohttp.ClientSession) -
     print(
         f"client round trip (GET /healthz): httpx {costs.candidate_ms:.2f} ms, aiohttp "
         f"{costs.baseline_ms:.2f} ms; the REST turns are timed with aiohttp"
+    )
+
+
+async def socket_client_costs(
+    url: str, token: str, conversations: Conversations, wire: WireSocket, pairs: int
+) -> None:
+    """A turn over python-socketio's client and over the wire client, side by side: what the
+    client itself adds to a Socket.IO turn."""
+    sock = SocketChat(url, token)
+    await sock.connect()
+    heavy_ids = [await conversations.new() for _ in range(pairs + 20)]
+    wire_ids = [await conversations.new() for _ in range(pairs + 20)]
+    for heavy_id, wire_id in zip(heavy_ids, wire_ids, strict=True):
+        await sock.join(heavy_id)
+        assert (await wire.call("conversation:join", {"conversation_id": wire_id}))["ok"]
+    heavy_iter, wire_iter = iter(heavy_ids), iter(wire_ids)
+
+    async def with_python_socketio() -> None:
+        assert (await sock.turn(next(heavy_iter))).get("ok")
+
+    async def with_wire() -> None:
+        assert (await wire.turn(next(wire_iter))).get("ok")
+
+    costs = await compare(with_python_socketio, with_wire, pairs=pairs)
+    await sock.sio.disconnect()
+    print(
+        f"client Socket.IO turn: python-socketio {costs.candidate_ms:.2f} ms, wire client "
+        f"{costs.baseline_ms:.2f} ms (x{costs.median_ratio:.2f}); the Socket.IO turns are timed "
+        "with the wire client"
     )
 
 
