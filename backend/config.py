@@ -336,6 +336,12 @@ class Settings(BaseSettings):
     sandbox_workspace_bytes: int = Field(
         64 * MiB, ge=1 * MiB, description="Size of a run's workspace (and of its /tmp)."
     )
+    sandbox_skill_cache_bytes: int = Field(
+        1024 * MiB,
+        ge=1 * MiB,
+        description="Skill files kept on a worker's disk for its runs; past it, the least "
+        "recently used versions no run holds are removed (and written again when next run).",
+    )
     sandbox_workspace_scope: Literal["turn", "conversation"] = Field(
         "turn",
         description="How long a workspace lasts: one turn, or the conversation (kept in the "

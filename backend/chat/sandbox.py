@@ -39,7 +39,9 @@ def sandbox_access(sandbox: BubblewrapSandbox, settings: Settings) -> SandboxAcc
 
 def create_sandbox(settings: Settings) -> BubblewrapSandbox:
     """The engine; it probes `bwrap` on first use and makes its directory then."""
-    return BubblewrapSandbox(sandbox_limits(settings))
+    return BubblewrapSandbox(
+        sandbox_limits(settings), skill_cache_bytes=settings.sandbox_skill_cache_bytes
+    )
 
 
 async def sandbox_status(sandbox: BubblewrapSandbox, settings: Settings) -> dict[str, Any]:

@@ -23,6 +23,7 @@ import signal
 import tempfile
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +40,7 @@ from chat_shell.sandbox._port import (
     SandboxRun,
     SandboxUnavailable,
 )
-from chat_shell.sandbox._skill_dirs import SkillDirs
+from chat_shell.sandbox._skill_dirs import DEFAULT_CACHE_BYTES, SkillDirs
 from chat_shell.sandbox._streams import copy_capped, pipe_reader, read_capped
 from chat_shell.sandbox.workspace import MAX_WORKSPACE_ENTRIES, Workspace, WorkspaceRejected
 
@@ -71,8 +72,10 @@ class BubblewrapSandbox:
         state_dir: Path | None = None,
         bwrap: str | None = None,
         run_as: int | None = None,
+        skill_cache_bytes: int = DEFAULT_CACHE_BYTES,
     ) -> None:
         self.limits = limits or SandboxLimits()
+        self._skill_cache_bytes = skill_cache_bytes
         self._bwrap = shutil.which(bwrap or "bwrap")  # None: not installed
         self._run_as = run_as if run_as is not None else (NOBODY if os.geteuid() == 0 else None)
         self._setpriv = shutil.which("setpriv")
@@ -81,7 +84,7 @@ class BubblewrapSandbox:
         self._shell = "/bin/bash" if shutil.which("bash", path=SANDBOX_PATH) else "/bin/sh"
         self._extra_flags: list[str] = []
         self._probe_task: asyncio.Task[SandboxAvailability] | None = None
-        self._skill_dirs = SkillDirs(lambda: self.state_dir)
+        self._skill_dirs = SkillDirs(lambda: self.state_dir, self._skill_cache_bytes)
 
     @property
     def state_dir(self) -> Path:
@@ -113,10 +116,10 @@ class BubblewrapSandbox:
         """A fresh, empty workspace under this engine's directory."""
         return Workspace(self.state_dir)
 
-    async def skill_dir(
+    def skill_dir(
         self, key: str, files: Callable[[], Awaitable[Mapping[str, bytes]]]
-    ) -> Path:
-        return await self._skill_dirs.get(key, files)
+    ) -> AbstractAsyncContextManager[Path]:
+        return self._skill_dirs.lease(key, files)
 
     def close(self) -> None:
         """Stop a probe still running and remove this engine's directory (its workspaces)."""
@@ -126,7 +129,7 @@ class BubblewrapSandbox:
         if self._state_dir is not None:
             shutil.rmtree(self._state_dir, ignore_errors=True)
             self._state_dir = None
-            self._skill_dirs = SkillDirs(lambda: self.state_dir)
+            self._skill_dirs = SkillDirs(lambda: self.state_dir, self._skill_cache_bytes)
 
     # -- probing -------------------------------------------------------------------------
 

@@ -7,6 +7,7 @@ another engine can be added without touching the tools that run code.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -118,11 +119,12 @@ class Sandbox(Protocol):
         """A fresh, empty workspace; the caller closes it."""
         ...
 
-    async def skill_dir(
+    def skill_dir(
         self, key: str, files: Callable[[], Awaitable[Mapping[str, bytes]]]
-    ) -> Path:
+    ) -> AbstractAsyncContextManager[Path]:
         """A host folder with a package's files for `SandboxRun.skill_dir`, written once per
-        `key` (its content hash) from `files()` and shared by later runs."""
+        `key` (its content hash) from `files()` and shared by later runs; it stays on disk while
+        the context is open (hold it for the run), and may be removed after."""
         ...
 
     async def availability(self) -> SandboxAvailability:

@@ -15,7 +15,7 @@ import asyncio
 import json
 import math
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import AsyncExitStack
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol, cast
@@ -106,8 +106,7 @@ class SkillRunner:
         limits = sandbox.limits
         if seconds is not None:
             limits = replace(limits, wall_seconds=min(seconds, limits.wall_seconds))
-        skill_dir = await self._skill_dir(skill)
-        async with self._lock:
+        async with self._skill_dir(skill) as skill_dir, self._lock:
             workspace = await self._workspace_for_turn()
             with tracer.start_as_current_span("sandbox.run"):
                 result = await sandbox.run(SandboxRun(command, workspace, skill_dir, limits))
@@ -127,13 +126,13 @@ class SkillRunner:
             **({} if kept else {"workspace_kept": False}),
         }
 
-    async def _skill_dir(self, skill: SkillSpec) -> Path | None:
+    def _skill_dir(self, skill: SkillSpec) -> AbstractAsyncContextManager[Path | None]:
+        """The package's folder, held for the run; none for a skill without a package (the
+        command then runs without $SKILL_DIR)."""
         sha256 = skill.sha256
         if sha256 is None:
-            return None  # a skill without a package: the command runs without $SKILL_DIR
-        return await self._access.sandbox.skill_dir(
-            sha256, lambda: package_files(self._source, sha256)
-        )
+            return nullcontext()
+        return self._access.sandbox.skill_dir(sha256, lambda: package_files(self._source, sha256))
 
     async def _workspace_for_turn(self) -> Workspace:
         if self._workspace is None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 from typing import Any
@@ -16,6 +17,7 @@ from chat_shell.sandbox import BubblewrapSandbox
 from chat_shell.skills.registry import ProviderRegistry
 from chat_shell.tools.sandbox import SandboxAccess
 from tests.support.fakes import FakeToolChatModel, call, done, load, request, say, skill, skill_zip
+from tests.support.sandbox import require_sandbox
 
 REPORT = """\
 import os, sys
@@ -229,3 +231,41 @@ async def test_without_a_sandbox_there_is_no_tool(sandbox: BubblewrapSandbox) ->
     await turn(request(skills=[packaged(source)]), model, source, None)
 
     assert model.calls[0].tool_names == ["load_skill"]
+
+
+async def test_a_mounted_skill_folder_outlives_a_full_cache_until_its_run_ends(
+    sandbox: BubblewrapSandbox,
+) -> None:
+    """Another turn's new package pushes the cache past its size while a run still reads its
+    own files: that folder stays until the run ends, then goes."""
+    small = BubblewrapSandbox(skill_cache_bytes=1)
+    require_sandbox(await small.availability())
+    source = InMemoryPackageSource()
+    first = packaged(source)
+    notes = source.add(skill_zip("notes", {"notes.txt": "second"}))
+    second = skill("notes", public=True, sha256=notes)
+    slow = FakeToolChatModel(
+        script=[
+            load("reports"),
+            call("skill_run", skill="reports", command="sleep 1; head -n 1 $SKILL_DIR/scripts/*"),
+            say("done"),
+        ]
+    )
+    quick = FakeToolChatModel(
+        script=[
+            load("notes"),
+            call("skill_run", skill="notes", command="cat $SKILL_DIR/notes.txt"),
+            say("done"),
+        ]
+    )
+    try:
+        await asyncio.gather(
+            turn(request(skills=[first]), slow, source, SandboxAccess(small)),
+            turn(request(skills=[second]), quick, source, SandboxAccess(small)),
+        )
+        assert run_result(tool_results(slow)[-1])["stdout"] == "import os, sys\n"
+        assert run_result(tool_results(quick)[-1])["stdout"] == "second"
+        folders = [p for p in (small.state_dir / "skills").iterdir() if p.name[0] != "."]
+        assert folders == []  # both idle and over the size: removed
+    finally:
+        small.close()
