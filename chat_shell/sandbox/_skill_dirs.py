@@ -108,8 +108,8 @@ class SkillDirs:
             path.rename(trash)
         except OSError:
             return  # already gone (the engine's directory was removed)
-        task = asyncio.get_running_loop().run_in_executor(None, shutil.rmtree, trash, True)
-        task.add_done_callback(lambda _: None)
+        # ignore_errors: nothing to report, so the future is not awaited
+        asyncio.get_running_loop().run_in_executor(None, shutil.rmtree, trash, True)
 
     async def _write(self, key: str, files: Files) -> tuple[Path, int]:
         contents = await files()
