@@ -54,10 +54,22 @@ class Settings(BaseSettings):
         "empty: same origin only.",
     )
     socket_events_per_second: float = Field(
-        20.0, gt=0, description="Events one Socket.IO socket may send per second (sustained)."
+        20.0,
+        gt=0,
+        description="Events one user's Socket.IO sockets on a gateway may send per second "
+        "together (sustained).",
     )
     socket_event_burst: int = Field(
-        40, ge=1, description="Events a socket may send at once before the rate applies."
+        40,
+        ge=1,
+        description="Events one user's sockets on a gateway may send at once before the rate "
+        "applies.",
+    )
+    socket_connections_per_user: int = Field(
+        16,
+        ge=1,
+        description="Socket.IO connections one user may hold open on one gateway; more are "
+        "refused with too_many_connections.",
     )
     socket_auth_recheck_seconds: float = Field(
         1.0,

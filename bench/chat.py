@@ -364,9 +364,11 @@ def gateway_process(settings: Settings) -> Iterator[str]:
         "SKILLHIVE_DATABASE_URL": settings.effective_database_url,
         "SKILLHIVE_DATA_DIR": str(settings.data_dir),
         "SKILLHIVE_LOG_LEVEL": "WARNING",
-        # One socket here sends turns back to back, far beyond a person's pace: no rate limit.
+        # One user's sockets here send turns back to back, far beyond a person's pace, and the
+        # soak's 100 sockets are all one bench user's: no rate limit, no connection cap.
         "SKILLHIVE_SOCKET_EVENTS_PER_SECOND": "1000000",
         "SKILLHIVE_SOCKET_EVENT_BURST": "1000000",
+        "SKILLHIVE_SOCKET_CONNECTIONS_PER_USER": "1000000",
         # One bench user stands in for the soak's many people: no per-user turn cap.
         "SKILLHIVE_MAX_CONCURRENT_TURNS_PER_USER": "1000000",
     }

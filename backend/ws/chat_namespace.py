@@ -85,11 +85,11 @@ class ChatNamespace(socketio.AsyncNamespace):  # type: ignore[misc]
             if not isinstance(token, str) or not token:
                 raise Unauthorized("connect with auth: {token}", code="missing_token")
             grant = await self.live_auth.authenticate(token)
+            self.live_auth.admit_socket(sid, grant)  # 429 past the user's connections
         except SkillhiveError as exc:
             # The client's connect_error gets {message, data: {"error": {code, message, details}}}
             raise socketio.exceptions.ConnectionRefusedError(exc.message, exc.to_dict()) from exc
         await self.enter_room(sid, user_room(grant.user_id))
-        self.live_auth.admit(sid, grant)
 
     async def on_disconnect(self, sid: str, reason: str | None = None) -> None:
         self.live_auth.forget(sid)

@@ -19,7 +19,8 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-from collections.abc import AsyncIterator, Collection, Coroutine
+from collections import Counter
+from collections.abc import AsyncIterator, Collection, Coroutine, Hashable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -34,7 +35,7 @@ from backend.auth.notices import AuthEnded, channel
 from backend.config import Settings
 from backend.db.models import ApiToken
 from backend.db.types import utcnow
-from backend.errors import Unauthorized
+from backend.errors import SkillhiveError, Unauthorized
 from backend.ws.rooms import NAMESPACE
 from chat_shell import honour_cancellation
 
@@ -99,6 +100,8 @@ class LiveAuth:
     def __init__(self, server: socketio.AsyncServer, settings: Settings) -> None:
         self.server = server
         self.recheck_s = settings.socket_auth_recheck_seconds
+        self.max_sockets = settings.socket_connections_per_user
+        self._sockets: Counter[int] = Counter()  # open sockets by user id
         self._channel = channel(settings.redis_prefix)
         self._grants: dict[str, Grant] = {}  # by socket id, or `stream:<n>` for a stream
         self._stream_ids = itertools.count()
@@ -150,9 +153,25 @@ class LiveAuth:
         loop = asyncio.get_running_loop()
         return Grant(token.id, user.id, token.expires_at, checked_at=loop.time())
 
+    def admit_socket(self, sid: str, grant: Grant) -> None:
+        """A connecting socket holds its grant from now on, unless its user already holds
+        `socket_connections_per_user` sockets on this gateway (429 `too_many_connections`):
+        each socket costs memory, and sockets are what a user's event budget is shared by."""
+        if self._sockets[grant.user_id] >= self.max_sockets:
+            raise SkillhiveError(
+                f"at most {self.max_sockets} open connections per user; close one first",
+                code="too_many_connections",
+                status_code=429,
+                details={"limit": self.max_sockets},
+            )
+        self.admit(sid, grant)
+
     def admit(self, sid: str, grant: Grant) -> None:
         """The socket (or stream) holds this grant from now on (a socket's last connecting step)."""
+        self.forget(sid)  # a grant replaced is one socket still
         self._grants[sid] = grant
+        if grant.stream is None:
+            self._sockets[grant.user_id] += 1
         if grant.expires_at is not None:
             delay = (grant.expires_at - utcnow()).total_seconds()
             loop = asyncio.get_running_loop()
@@ -160,8 +179,20 @@ class LiveAuth:
 
     def forget(self, sid: str) -> None:
         grant = self._grants.pop(sid, None)
-        if grant is not None and grant.timer is not None:
+        if grant is None:
+            return
+        if grant.timer is not None:
             grant.timer.cancel()
+        if grant.stream is None:
+            self._sockets[grant.user_id] -= 1
+            if not self._sockets[grant.user_id]:
+                del self._sockets[grant.user_id]
+
+    def rate_key(self, sid: str) -> Hashable:
+        """Whose event budget an event of this socket spends: its user's, which every socket
+        of theirs on this gateway shares (the socket's own before it is authenticated)."""
+        grant = self._grants.get(sid)
+        return ("user", grant.user_id) if grant is not None else ("socket", sid)
 
     def user_id(self, sid: str) -> int:
         grant = self._grants.get(sid)

@@ -5,7 +5,8 @@ before a handler runs.
 - Events: a JSON array `[name, data?]`; reserved names (`connect`, `disconnect`, ...) are refused,
   since python-socketio would dispatch them to the connect/disconnect handlers (emitting
   `connect` re-ran authentication on a live socket and could switch its identity).
-- A token bucket per connection answers `rate_limited` beyond `socket_events_per_second`.
+- A token bucket per user (all of the user's sockets on this gateway together, so opening more
+  sockets buys no more events) answers `rate_limited` beyond `socket_events_per_second`.
 - Authorization stays live (`live_auth.py`): an event of a socket whose token or user stopped
   being authorized is refused with REST's code, then the socket is ended.
 Refusals are acks in the handlers' shape: `{"ok": false, "error": {code, message, details}}`.
@@ -16,6 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +36,7 @@ RESERVED_EVENTS = frozenset(
     {"connect", "connect_error", "disconnect", "disconnecting", "newListener", "removeListener"}
 )
 _CLIENT_PACKETS = {packet.CONNECT, packet.DISCONNECT, packet.EVENT, packet.ACK}
+_SWEEP_FLOOR = 1024  # buckets kept before the first sweep for full ones
 
 
 def _rate_limited(retry_after: float) -> SkillhiveError:
@@ -59,17 +62,29 @@ class _Bucket:
 
 
 class RateLimiter:
-    """A token bucket per key: `burst` events at once, then `rate` per second."""
+    """A token bucket per key: `burst` events at once, then `rate` per second.
 
-    def __init__(self, rate: float, burst: int) -> None:
+    A bucket that has refilled is the same as a new one, so buckets are dropped once full
+    (swept when their number doubles): memory follows the keys active lately, and forgetting
+    a key never hands it more events than it would have had."""
+
+    def __init__(
+        self, rate: float, burst: int, *, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.rate = rate
         self.burst = burst
-        self._buckets: dict[str, _Bucket] = {}
+        self._clock = clock
+        self._buckets: dict[Hashable, _Bucket] = {}
+        self._sweep_at = _SWEEP_FLOOR
 
-    def take(self, key: str) -> float:
+    def take(self, key: Hashable) -> float:
         """0 when an event may pass (and counts it), else the seconds until one may."""
-        now = time.monotonic()
-        bucket = self._buckets.setdefault(key, _Bucket(float(self.burst), now))
+        now = self._clock()
+        bucket = self._buckets.get(key)
+        if bucket is None:
+            if len(self._buckets) >= self._sweep_at:
+                self._sweep(now)
+            bucket = self._buckets[key] = _Bucket(float(self.burst), now)
         bucket.tokens = min(self.burst, bucket.tokens + (now - bucket.at) * self.rate)
         bucket.at = now
         if bucket.tokens >= 1:
@@ -77,8 +92,18 @@ class RateLimiter:
             return 0.0
         return (1 - bucket.tokens) / self.rate
 
-    def forget(self, key: str) -> None:
-        self._buckets.pop(key, None)
+    def __len__(self) -> int:
+        return len(self._buckets)
+
+    def _sweep(self, now: float) -> None:
+        full = [
+            key
+            for key, bucket in self._buckets.items()
+            if bucket.tokens + (now - bucket.at) * self.rate >= self.burst
+        ]
+        for key in full:
+            del self._buckets[key]
+        self._sweep_at = max(_SWEEP_FLOOR, 2 * len(self._buckets))
 
 
 class SocketServer(socketio.AsyncServer):  # type: ignore[misc]
@@ -119,24 +144,20 @@ class SocketServer(socketio.AsyncServer):  # type: ignore[misc]
         else:
             await self._handle_ack(eio_sid, pkt.namespace, pkt.id, pkt.data)
 
-    async def _handle_eio_disconnect(self, eio_sid: str, reason: Any) -> None:
-        self.rates.forget(eio_sid)
-        await super()._handle_eio_disconnect(eio_sid, reason)
-
     async def _handle_event(self, eio_sid: str, namespace: str | None, id: Any, data: Any) -> None:
         namespace = namespace or "/"
         sid = self.manager.sid_from_eio_sid(eio_sid, namespace)
         if not self.manager.is_connected(sid, namespace):  # python-socketio drops it
             await super()._handle_event(eio_sid, namespace, id, data)
             return
-        refused = self._screen(eio_sid, data)
+        refused = self._screen(self.live_auth.rate_key(sid), data)
         if refused is None:
             await super()._handle_event(eio_sid, namespace, id, data)
         else:
             await self._refuse(eio_sid, namespace, id, refused)
 
-    def _screen(self, eio_sid: str, data: Any) -> SkillhiveError | None:
-        wait = self.rates.take(eio_sid)
+    def _screen(self, rate_key: Hashable, data: Any) -> SkillhiveError | None:
+        wait = self.rates.take(rate_key)
         if wait:
             return _rate_limited(wait)
         if not (isinstance(data, list) and data and isinstance(data[0], str)):

@@ -11,6 +11,7 @@ from typing import Any
 
 import httpx
 import pytest
+import socketio
 import websockets
 
 from tests.support.accounts import Account
@@ -56,6 +57,50 @@ async def test_events_beyond_the_rate_limit_are_answered_rate_limited(
     for ack in acks[3:]:
         assert ack["ok"] is False and ack["error"]["code"] == "rate_limited"
     assert not sock.disconnects
+
+
+async def test_a_users_sockets_share_one_event_budget(
+    alice: Account, bob: Account, serve: Any, connect: Any
+) -> None:
+    """Opening another socket buys no more events; another user's budget is their own."""
+    url = serve(socket_events_per_second=0.001, socket_event_burst=3)
+    first, second = await connect(url, alice.token), await connect(url, alice.token)
+    leave = {"conversation_id": "c"}
+    acks = [await sock.call("conversation:leave", leave) for sock in (first, second, first)]
+    assert acks == [{"ok": True}] * 3
+    for sock in (first, second):
+        refused = await sock.call("conversation:leave", leave)
+        assert refused["ok"] is False and refused["error"]["code"] == "rate_limited"
+    others = await connect(url, bob.token)
+    assert await others.call("conversation:leave", leave) == {"ok": True}
+
+
+async def test_connections_beyond_the_users_limit_are_refused(
+    alice: Account, bob: Account, serve: Any, connect: Any
+) -> None:
+    url = serve(socket_connections_per_user=2)
+    first = await connect(url, alice.token)
+    await connect(url, alice.token)
+    with pytest.raises(socketio.exceptions.ConnectionError):  # why: the next test reads it
+        await connect(url, alice.token)
+    await connect(url, bob.token)  # another user's connections are their own
+    await first.client.disconnect()
+    again = await connect(url, alice.token)  # a closed socket frees its place
+    assert await again.call("conversation:leave", {"conversation_id": "c"}) == {"ok": True}
+
+
+async def test_a_refused_connection_tells_the_client_why(alice: Account, serve: Any) -> None:
+    url = serve(socket_connections_per_user=1)
+    held = await RawSocket.open(url, alice.token)
+    ws_url = url.replace("http://", "ws://") + "/socket.io/?EIO=4&transport=websocket"
+    async with websockets.connect(ws_url) as ws:
+        assert str(await ws.recv()).startswith("0{")
+        await ws.send("40/chat," + json.dumps({"token": alice.token}))
+        answer = str(await ws.recv())
+    assert answer.startswith("44/chat,"), answer  # CONNECT_ERROR
+    error = json.loads(answer[len("44/chat,") :])["data"]["error"]
+    assert error["code"] == "too_many_connections" and error["details"] == {"limit": 1}
+    await held.ws.close()
 
 
 class RawSocket:
