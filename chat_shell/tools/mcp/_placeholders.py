@@ -4,6 +4,13 @@ Substituted in `command`, `args`, `url`, header values and env values from a con
 such as `{"user": {"id": 7, "name": "ann"}, "conversation": {"id": "c1"}, "secrets": {...}}`.
 A placeholder without a value is an error naming it: a config never reaches a server with a
 literal `${{...}}` left in it.
+
+Values are a tenant's (a name, a secret) even in a config an admin wrote, so they are data,
+never syntax: a value in a URL is percent-encoded but for `:` (`a@evil.example/x` cannot move a
+trusted URL to another host) unless it is the whole URL (then the egress policy judges the
+address); header values may not hold control characters (CR/LF would be a header of their
+own); no value holds a NUL byte; and stdio env values may not spell a `${VAR}` reference, alone
+or with their neighbours.
 """
 
 from __future__ import annotations
@@ -11,6 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping
 from typing import Any
+from urllib.parse import quote
 
 from chat_shell.tools.mcp._config import McpServerConfig
 from chat_shell.tools.mcp._errors import McpPlaceholderError, McpPlaceholderUnresolvedError
@@ -20,6 +28,8 @@ KNOWN_PLACEHOLDER_ROOTS = frozenset({"user", "conversation", "secrets"})
 _SEGMENT = r"[A-Za-z_][A-Za-z0-9_-]*"
 _PLACEHOLDER = re.compile(r"\$\{\{\s*(" + _SEGMENT + r"(?:\." + _SEGMENT + r")*)\s*\}\}")
 _OPENER = "${{"
+_ENV_REFERENCE = "${"  # what the adapters expand in stdio env values
+_HEADER_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # a tab is allowed
 
 
 def _fields(config: McpServerConfig) -> Iterator[tuple[str, str]]:
@@ -91,17 +101,27 @@ def substitute_placeholders(config: McpServerConfig, context: Mapping[str, Any])
 
     def sub(field: str, text: str) -> str:
         _check_syntax(field, text)
-        return _PLACEHOLDER.sub(lambda m: value(field, m.group(1)), text)
-
-    def value(field: str, path: str) -> str:
-        resolved = resolve_placeholder(path, context)
-        # The adapters expand `${VAR}` in stdio env values from the worker's environment: a
-        # user-controlled value (a name, a secret) must not smuggle such a reference in.
-        if field.startswith("env.") and "${" in resolved:
+        whole = _PLACEHOLDER.fullmatch(text.strip()) is not None
+        result = _PLACEHOLDER.sub(lambda m: value(field, m.group(1), whole), text)
+        if field.startswith("env.") and result.count(_ENV_REFERENCE) > _literal(text).count(
+            _ENV_REFERENCE
+        ):  # values joined with each other or the text around them into `${VAR}`
             raise McpPlaceholderError(
-                f"the value of ${{{{{path}}}}} may not contain '${{' in {field}",
+                f"the values substituted in {field} may not form a '${{VAR}}' reference",
+                details={"field": field},
+            )
+        return result
+
+    def value(field: str, path: str, whole: bool) -> str:
+        resolved = resolve_placeholder(path, context)
+        refused = _refusal(field, resolved)
+        if refused is not None:
+            raise McpPlaceholderError(
+                f"the value of ${{{{{path}}}}} may not contain {refused} in {field}",
                 details={"placeholder": path, "field": field},
             )
+        if field == "url" and not whole:  # `:` kept: `host:port` from one secret still works
+            return quote(resolved, safe=":")
         return resolved
 
     data = config.model_dump()
@@ -115,6 +135,21 @@ def substitute_placeholders(config: McpServerConfig, context: Mapping[str, Any])
     return McpServerConfig.model_validate(data)
 
 
+def _literal(text: str) -> str:
+    return _PLACEHOLDER.sub("", text)
+
+
+def _refusal(field: str, value: str) -> str | None:
+    """What a substituted value may not hold in this field (None: it is fine)."""
+    if "\x00" in value:
+        return "a NUL byte"
+    if field.startswith("headers.") and _HEADER_CONTROL.search(value):
+        return "control characters"
+    if field.startswith("env.") and _ENV_REFERENCE in value:
+        return "'${'"
+    return None
+
+
 def secret_values(config: McpServerConfig, context: Mapping[str, Any]) -> set[str]:
     """The secret values the config would receive, so messages can be redacted of them."""
     values: set[str] = set()
@@ -124,4 +159,7 @@ def secret_values(config: McpServerConfig, context: Mapping[str, Any]) -> set[st
                 values.add(resolve_placeholder(path, context))
             except McpPlaceholderUnresolvedError:
                 continue
-    return {v for v in values if v}
+    # Also as messages may show them: escaped (an HTTP library's repr of a refused header)
+    # and percent-encoded (a URL after substitution).
+    shown = {repr(v)[1:-1] for v in values} | {quote(v, safe=":") for v in values}
+    return {v for v in values | shown if v}

@@ -165,9 +165,7 @@ class McpSessionPool:
                 self._failures.append(failures[-1])
                 conflicts.add(name)
 
-        outcomes = await asyncio.gather(
-            *(s.wait_ready(s.config.timeout or self._connect_timeout_s) for _, s in started)
-        )
+        outcomes = await asyncio.gather(*(s.wait_ready(self._wait_s(s.config)) for _, s in started))
         connected: list[tuple[_Key, ServerSession]] = []
         for (key, session), outcome in zip(started, outcomes, strict=True):
             if outcome is None:
@@ -186,6 +184,12 @@ class McpSessionPool:
             for tool in self._tools[(scope, name)]
         ]
         return tools, failures
+
+    def _wait_s(self, config: McpServerConfig) -> float:
+        """A config's own connect timeout; a tenant's may shorten the server's, not lengthen it."""
+        if config.timeout is None:
+            return self._connect_timeout_s
+        return config.timeout if config.trusted else min(config.timeout, self._connect_timeout_s)
 
     def _fail(self, key: _Key, config: McpServerConfig, code: str, message: str) -> McpFailure:
         failure = McpFailure(key[1], code, message)

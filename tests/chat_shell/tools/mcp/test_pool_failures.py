@@ -84,6 +84,19 @@ async def test_a_server_that_never_answers_hits_the_connect_timeout(
         assert await call_ok(by_name(tools)["echo"], message="still here") == "fixture: still here"
 
 
+async def test_a_tenants_timeout_cannot_outwait_the_servers(silent_port: int) -> None:
+    """A user's config may shorten the connect timeout, never lengthen it: a silent server
+    with `timeout: 100000` still fails at the pool's 0.5 s (the outer bound only catches a
+    wait that ignored the cap)."""
+    patient = parse_mcp_server(
+        {"type": "http", "url": f"http://127.0.0.1:{silent_port}/mcp", "timeout": 100000},
+        trusted=False,
+    )
+    async with loopback_pool(connect_timeout_s=0.5) as pool:
+        _, failures = await asyncio.wait_for(pool.connect({"slow": patient}, CONTEXT), 60)
+    assert codes(failures) == {"slow": "mcp_connect_timeout"}
+
+
 async def test_untrusted_stdio_is_refused_without_starting_anything(
     fixture_stdio: McpServerConfig, time_server: McpServerConfig
 ) -> None:
