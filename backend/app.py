@@ -36,6 +36,7 @@ from backend.api.routes import (
     usage,
     users,
 )
+from backend.api.security_headers import SecurityHeadersMiddleware
 from backend.auth import service as auth_service
 from backend.auth.requests import RequestAuth
 from backend.auth.tokens import MIN_BOOTSTRAP_TOKEN_LENGTH
@@ -206,6 +207,7 @@ def create_app(
     app.add_middleware(BodyLimitMiddleware, settings=settings)
     if settings.metrics:
         app.add_middleware(ops_metrics.HttpMetricsMiddleware, prefixes=[API_PREFIX])
+    app.add_middleware(SecurityHeadersMiddleware)  # on every answer, errors included
     app.add_middleware(AccessLogMiddleware)  # added last: outermost, it logs every answer
     app.include_router(health.router)
     if settings.metrics and settings.metrics_port is None:  # else on their own port, or off

@@ -12,6 +12,7 @@ import pytest
 from fastapi import FastAPI
 
 from backend.api.console import CSP, INSTALL_COMMAND, VENDOR
+from backend.api.security_headers import API_POLICY
 from backend.config import Settings
 
 pytestmark = pytest.mark.parametrize("db_backend", ["sqlite"], indirect=True)
@@ -118,4 +119,4 @@ async def test_the_api_is_unaffected(web: httpx.AsyncClient) -> None:
     assert (await web.get("/healthz")).status_code == 200
     refused = await web.get("/api/v1/me")
     assert refused.status_code == 401
-    assert "content-security-policy" not in refused.headers
+    assert refused.headers["content-security-policy"] == API_POLICY.decode()  # not the console's
