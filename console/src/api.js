@@ -22,8 +22,15 @@ export class ApiError extends Error {
 
 export const enc = encodeURIComponent;
 
+// `.` and `..` in any spelling URL resolution collapses (`%2e` included): a name or a file path
+// taken from a link or a skill could otherwise send the token to another route.
+const DOT_SEGMENT = /^(?:\.|%2e){1,2}$/i;
+
 /** fetch under /api/v1; JSON in (`json`) and out; throws ApiError with the API's code. */
 export async function api(path, { method = 'GET', json, body, headers = {}, text = false } = {}) {
+  if (path.split(/[?#]/, 1)[0].split('/').some((segment) => DOT_SEGMENT.test(segment))) {
+    throw new ApiError(0, { error: { code: 'invalid_path', message: 'a name or path may not be . or ..' } });
+  }
   const sent = { ...headers };
   const token = session.token();
   if (token) sent.Authorization = `Bearer ${token}`;

@@ -37,12 +37,13 @@ async function route() {
   for (const [pattern, view] of routes) {
     const match = pattern.exec(path);
     if (match) {
-      const args = match.slice(1).map((part) => (part === undefined ? undefined : decodeURIComponent(part)));
       // Each navigation renders into its own container: a slower earlier view that finishes
       // late writes into a detached element, never over the current one.
       const container = h('div', { class: 'view' });
       append(clear(main), container);
       try {
+        // A malformed escape (`#/chat/%E0`) is an error shown in the view, not a blank page.
+        const args = match.slice(1).map((part) => (part === undefined ? undefined : decodeURIComponent(part)));
         await view(container, ...args, me);
       } catch (exc) {
         append(clear(container), h('p', { class: 'error' }, describe(exc)));

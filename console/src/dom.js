@@ -35,12 +35,22 @@ export function clear(el) {
   return el;
 }
 
-/** Untrusted HTML (rendered Markdown) as a sanitized fragment: no script, handler or form. */
+// A link in untrusted content leaves the console in a tab of its own, telling the target
+// neither where it came from nor giving it this window (`window.opener`).
+DOMPurify.addHook('afterSanitizeAttributes', (node) => {
+  if (node.tagName === 'A' && node.hasAttribute('href') && !node.getAttribute('href').startsWith('#')) {
+    node.setAttribute('target', '_blank');
+    node.setAttribute('rel', 'noopener noreferrer nofollow');
+  }
+});
+
+/** Untrusted HTML (rendered Markdown) as a sanitized fragment: no script, handler or form, and
+ * no `class` or `id`, with which it could dress up as the console's own messages and badges. */
 export function sanitizedHtml(html) {
   return DOMPurify.sanitize(html, {
     RETURN_DOM_FRAGMENT: true,
     FORBID_TAGS: ['style', 'form', 'input', 'button', 'textarea', 'select'],
-    FORBID_ATTR: ['style'],
+    FORBID_ATTR: ['style', 'class', 'id'],
   });
 }
 

@@ -16,6 +16,10 @@ function loadMermaid() {
           securityLevel: 'strict',
           htmlLabels: false, // SVG text, not foreignObject HTML: survives sanitizing
           flowchart: { htmlLabels: false },
+          // A diagram's own `%%{init}%%` may not switch these back (HTML labels, custom CSS).
+          // Mermaid's own list first: `secure` replaces it.
+          secure: ['secure', 'securityLevel', 'startOnLoad', 'maxTextSize', 'suppressErrorRendering', 'maxEdges',
+            'htmlLabels', 'flowchart', 'themeCSS', 'themeVariables', 'fontFamily'],
         });
         resolve(window.mermaid);
       });
@@ -51,7 +55,7 @@ export async function handleSkillRequest(request, place) {
   if (action === 'render' && data && typeof data.code === 'string') {
     await mermaidRequest(requestId, skill, data.code, place);
   } else if (action === 'form' && data && Array.isArray(data.questions)) {
-    formRequest(requestId, data, place);
+    formRequest(requestId, skill, data, place);
   } else {
     place(h('div', { class: 'item notice' }, `Skill ${skill} asked for “${action}”, which this page cannot do.`));
     await answer(requestId, false, null, `this browser does not support action ${String(action)}`);
@@ -79,12 +83,16 @@ async function mermaidRequest(requestId, skill, code, place) {
   box.dataset.outcome = ack.outcome || 'error';
 }
 
-function formRequest(requestId, data, place) {
+function formRequest(requestId, skill, data, place) {
   const form = h('form', { class: 'skill-form', 'data-request': requestId, novalidate: true });
   const title = typeof data.title === 'string' && data.title ? data.title : 'The assistant asks';
   const headingId = uid('form');
   form.setAttribute('aria-labelledby', headingId);
-  form.append(h('h3', { id: headingId }, title));
+  // The heading is the skill's to choose; this line is the page's: who is asking, and what
+  // never to type into a form.
+  form.append(h('h3', { id: headingId }, title),
+    h('p', { class: 'asked-by' }, 'Asked by the skill ', h('code', {}, String(skill)),
+      '. Never enter your API token or a password here.'));
   const readers = [];
   for (const question of data.questions.slice(0, 10)) {
     if (!question || typeof question.id !== 'string') continue;

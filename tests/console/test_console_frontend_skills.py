@@ -93,6 +93,10 @@ def test_a_form_is_validated_and_its_answers_reach_the_tool(
     send(console, "deploy it")
     form = console.page.get_by_role("form", name="Deployment")
     expect(form).to_be_visible()
+    # the heading is the skill's; the page says who asks (a skill cannot fake a sign-in form)
+    expect(form.locator(".asked-by")).to_have_text(
+        "Asked by the skill interactive-form. Never enter your API token or a password here."
+    )
     screenshots(console.page, artifacts, "chat-form")
     form.get_by_role("button", name="Send answers").click()
     expect(form.locator(".field-error").first).to_have_text("This answer is required.")
