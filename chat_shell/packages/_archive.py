@@ -16,7 +16,7 @@ import struct
 import zipfile
 from dataclasses import dataclass
 
-from chat_shell.packages._entry_data import EntryData, inflate, local_data_offset
+from chat_shell.packages._entry_data import EntryData, inflate, inflate_range, local_data_offset
 from chat_shell.packages._errors import PackageReadError, ReadCode
 from chat_shell.packages.limits import ArchiveLimits
 
@@ -51,6 +51,10 @@ class SafeArchive:
         """The entry's bytes: never more than its declared size, refused if they differ from
         it or from its CRC."""
         return inflate(self._data, entry, keep=True)
+
+    def read_range(self, entry: ArchiveEntry, start: int, stop: int) -> bytes:
+        """Bytes [start, stop) of the entry, inflating no further (see `inflate_range`)."""
+        return inflate_range(self._data, entry, start, stop)
 
     def verify(self) -> None:
         """Inflate every entry once (nothing kept): real sizes and CRCs must match the headers.

@@ -12,6 +12,7 @@ from __future__ import annotations
 import struct
 import zipfile
 import zlib
+from collections.abc import Generator
 from dataclasses import dataclass
 
 from chat_shell.packages._errors import PackageReadError, ReadCode
@@ -80,33 +81,64 @@ def local_data_offset(data: bytes, info: zipfile.ZipInfo, name: str, end: int) -
 
 def inflate(data: bytes, entry: EntryData, *, keep: bool) -> bytes:
     """The entry's bytes (`b""` unless `keep`), after checking real size and CRC."""
+    if not keep:
+        for _ in _inflated(data, entry):
+            pass
+        return b""
+    return b"".join(_inflated(data, entry))
+
+
+def inflate_range(data: bytes, entry: EntryData, start: int, stop: int) -> bytes:
+    """Bytes [start, stop) of the entry (cut at its end), inflating no further than `stop`:
+    a page of a large file costs its offset in time and its length in memory, never the whole
+    file. Every byte inflated passes the bounded stream's checks; the CRC covers the whole
+    entry, so only a range reaching the end checks it (stored packages were verified whole
+    when uploaded)."""
+    parts: list[bytes] = []
+    position = 0
+    chunks = _inflated(data, entry)
+    try:
+        for chunk in chunks:
+            end = position + len(chunk)
+            if end > start and position < stop:
+                parts.append(bytes(chunk[max(start - position, 0) : stop - position]))
+            position = end
+            if position >= stop and stop < entry.size:  # else on to the end and its checks
+                break
+    finally:
+        chunks.close()  # stops inflating here; at the end the checks above already ran
+    return b"".join(parts)
+
+
+def _inflated(data: bytes, entry: EntryData) -> Generator[bytes | memoryview, None, None]:
+    """The entry's bytes as chunks; its real size and CRC are checked after the last one."""
     raw = memoryview(data)[entry.data_offset : entry.data_offset + entry.compressed_size]
     if entry.method == zipfile.ZIP_STORED:
         if len(raw) != entry.size:
             raise _size_mismatch(entry, len(raw))
-        _check_crc(entry, zlib.crc32(raw))
-        return bytes(raw) if keep else b""
-    parts: list[bytes] = []
+        _check_crc(entry, zlib.crc32(raw))  # no inflating: the check costs one pass, no copy
+        yield raw
+        return
     crc = real = fed = 0
     inflater = zlib.decompressobj(-zlib.MAX_WBITS)
     pending: bytes | memoryview = b""
-    try:
-        while not inflater.eof:
-            if not pending and fed < len(raw):
-                pending, fed = raw[fed : fed + IN_CHUNK], fed + IN_CHUNK
+    while not inflater.eof:
+        if not pending and fed < len(raw):
+            pending, fed = raw[fed : fed + IN_CHUNK], fed + IN_CHUNK
+        try:
             # At most one byte past the declared size: enough to catch a lie, never more.
             out = inflater.decompress(pending, min(OUT_CHUNK, entry.size - real + 1))
-            real += len(out)
-            if real > entry.size:
-                raise _size_mismatch(entry, real, at_least=True)
-            crc = zlib.crc32(out, crc)
-            if keep:
-                parts.append(out)
-            if not out and not pending:
-                break  # input used up, no output left: the stream is cut short
-            pending = inflater.unconsumed_tail
-    except zlib.error as exc:
-        raise _corrupt(entry.name, f"its deflate data is invalid ({exc})") from None
+        except zlib.error as exc:
+            raise _corrupt(entry.name, f"its deflate data is invalid ({exc})") from None
+        real += len(out)
+        if real > entry.size:
+            raise _size_mismatch(entry, real, at_least=True)
+        crc = zlib.crc32(out, crc)
+        if out:
+            yield out
+        if not out and not pending:
+            break  # input used up, no output left: the stream is cut short
+        pending = inflater.unconsumed_tail
     if not inflater.eof:
         raise _corrupt(entry.name, "its deflate data ends early")
     if fed < len(raw) or pending or inflater.unused_data:
@@ -114,7 +146,6 @@ def inflate(data: bytes, entry: EntryData, *, keep: bool) -> bytes:
     if real != entry.size:
         raise _size_mismatch(entry, real)
     _check_crc(entry, crc)
-    return b"".join(parts)
 
 
 def _raw_name(info: zipfile.ZipInfo) -> bytes:

@@ -48,11 +48,7 @@ class Package:
     def read(self, path: str, *, max_bytes: int | None = None) -> bytes:
         """One file by its exact path (as in `files`); `file_not_found` for anything else
         (`..` tricks and ignored dot-files included), `file_too_large` past `max_bytes`."""
-        entry = self.layout.files.get(path)
-        if entry is None:
-            raise PackageReadError(
-                ReadCode.FILE_NOT_FOUND, f"no file {path!r} in this skill package", path=path
-            )
+        entry = self._entry(path)
         if max_bytes is not None and entry.size > max_bytes:
             raise PackageReadError(
                 ReadCode.FILE_TOO_LARGE,
@@ -63,6 +59,19 @@ class Package:
                 limit=max_bytes,
             )
         return self._archive.read(entry)
+
+    def read_range(self, path: str, start: int, stop: int) -> bytes:
+        """Bytes [start, stop) of one file (as `read` finds it), cut at its end; only that much
+        is ever held, and the file is inflated no further than `stop`."""
+        return self._archive.read_range(self._entry(path), start, stop)
+
+    def _entry(self, path: str) -> ArchiveEntry:
+        entry = self.layout.files.get(path)
+        if entry is None:
+            raise PackageReadError(
+                ReadCode.FILE_NOT_FOUND, f"no file {path!r} in this skill package", path=path
+            )
+        return entry
 
     def read_all(self) -> dict[str, bytes]:
         """Every file's bytes by path (what a public skill's provider code is imported from)."""

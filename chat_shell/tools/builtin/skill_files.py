@@ -10,6 +10,11 @@ Text comes back in pages: `offset` and `limit` count bytes of the file's UTF-8 t
 `size`), a page never splits a character, and `limit` is capped by the host's setting. A binary
 file (not UTF-8, or holding a NUL byte) comes back as its type and size, never its bytes.
 
+A file up to `WHOLE_FILE_BYTES` is read whole, judged whole, and kept for the next page; a
+larger one (a package may hold a file of up to 100 MiB) is never held: each page inflates the
+file only up to the page's end and keeps just the page, and the file counts as binary when its
+first `SNIFF_BYTES` hold a NUL byte or the page is not UTF-8.
+
 One tool object each serves every turn (like load_skill); they find their turn through the
 injected runtime, and the turn's `SkillFileReader` keeps each opened package for the turn.
 """
@@ -20,6 +25,7 @@ import asyncio
 import json
 import mimetypes
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol, cast
 
 from langchain.tools import ToolRuntime
@@ -51,9 +57,24 @@ def has_resources(skill: SkillSpec) -> bool:
     return skill.sha256 is not None and any(f.path not in SKILL_MD_NAMES for f in skill.files)
 
 
+WHOLE_FILE_BYTES = 1024 * 1024  # files up to this size are read whole and kept for paging
+SNIFF_BYTES = 8192  # a larger file's start, where a NUL byte makes it binary (as git judges)
+_LOOKAHEAD = 8  # bytes read past a page's end: moving its ends to character boundaries
+
+
+@dataclass(frozen=True)
+class _Bytes:
+    """Bytes of one file from `base` on: all of it (`whole`), or a window around a page."""
+
+    size: int
+    base: int
+    data: bytes
+    whole: bool
+
+
 class SkillFileReader:
-    """The turn's reads: each package opened once (by sha256), the last file read kept so
-    paging through it does not inflate it again, and the per-call cap."""
+    """The turn's reads: each package opened once (by sha256), the last small file read kept
+    so paging through it does not inflate it again, and the per-call cap."""
 
     def __init__(self, source: PackageSource, max_bytes: int) -> None:
         self._source = source
@@ -71,13 +92,23 @@ class SkillFileReader:
             self._packages.pop(sha256, None)  # not kept: the next call tries again
             raise
 
-    async def read(self, sha256: str, path: str) -> bytes:
+    async def read(self, sha256: str, path: str, offset: int, limit: int) -> _Bytes | None:
+        """The bytes a page at `offset` needs; None when the file is binary (by its start)."""
         if self._last is not None and self._last[:2] == (sha256, path):
-            return self._last[2]
+            data = self._last[2]
+            return _Bytes(len(data), 0, data, whole=True)
         package = await self.package(sha256)
-        data = await asyncio.to_thread(package.read, path)
-        self._last = (sha256, path, data)
-        return data
+        size = package.files[path].size if path in package.files else 0
+        if size <= WHOLE_FILE_BYTES:  # unknown paths too: `read` says file_not_found
+            data = await asyncio.to_thread(package.read, path)
+            self._last = (sha256, path, data)
+            return _Bytes(len(data), 0, data, whole=True)
+        head = await asyncio.to_thread(package.read_range, path, 0, SNIFF_BYTES)
+        if b"\x00" in head:
+            return None
+        stop = offset + limit + _LOOKAHEAD
+        window = await asyncio.to_thread(package.read_range, path, offset, stop)
+        return _Bytes(size, offset, window, whole=False)
 
     async def _open(self, sha256: str) -> Package:
         data = await self._source.get(sha256)
@@ -152,16 +183,21 @@ async def read_skill_file(
     if size < 1:
         raise ToolException("limit must be at least 1 byte.")
     try:
-        data = await host.skill_files.read(sha256, path)
+        found = await host.skill_files.read(sha256, path, start, size)
     except ChatShellError as exc:
         raise _tool_error(exc) from exc
     host.active.touch(name)
-    if _is_binary(data):
+    page = None if found is None or (found.whole and _is_binary(found.data)) else found
+    result = _page(path, page, start, size) if page is not None else None
+    if result is None:  # binary: by the whole file, its start, or the page itself
         kind = mimetypes.guess_type(path)[0] or "application/octet-stream"
-        result: dict[str, Any] = {"path": path, "size": len(data), "type": kind, "binary": True}
-    else:
-        result = _page(path, data, start, size)
+        total = found.size if found is not None else await _size(host, sha256, path)
+        result = {"path": path, "size": total, "type": kind, "binary": True}
     return json.dumps(result, ensure_ascii=False)
+
+
+async def _size(host: SkillFilesHost, sha256: str, path: str) -> int:
+    return (await host.skill_files.package(sha256)).files[path].size
 
 
 def _non_negative_int(field: str, value: object) -> int:
@@ -180,31 +216,39 @@ def _is_binary(data: bytes) -> bool:
     return False
 
 
-def _is_continuation(data: bytes, index: int) -> bool:
-    return index < len(data) and data[index] & 0xC0 == 0x80
+def _page(path: str, found: _Bytes, offset: int, limit: int) -> dict[str, Any] | None:
+    """Bytes [offset, offset + limit) of the file, moved to character boundaries: an offset
+    inside a character starts at the next one, the end backs off to the last whole character
+    (a page always holds at least one character). None when the page is not UTF-8."""
+    size, base, data = found.size, found.base, found.data
+    if offset > size:
+        raise ToolException(f"offset {offset} is past the end of {path!r} ({size} bytes).")
 
+    def continuation(index: int) -> bool:  # within the bytes read (see `_LOOKAHEAD`)
+        at = index - base
+        return 0 <= at < len(data) and data[at] & 0xC0 == 0x80
 
-def _page(path: str, data: bytes, offset: int, limit: int) -> dict[str, Any]:
-    """Bytes [offset, offset + limit) of valid UTF-8 `data`, moved to character boundaries:
-    an offset inside a character starts at the next one, the end backs off to the last whole
-    character (a page always holds at least one character)."""
-    if offset > len(data):
-        raise ToolException(f"offset {offset} is past the end of {path!r} ({len(data)} bytes).")
-    while _is_continuation(data, offset):
+    while continuation(offset):
         offset += 1
-    end = min(offset + limit, len(data))
-    while end > offset and _is_continuation(data, end):
+    end = min(offset + limit, size)
+    while end > offset and continuation(end):
         end -= 1
-    if end == offset < len(data):  # the first character is longer than `limit`
+    if end == offset < size:  # the first character is longer than `limit`
         end += 1
-        while _is_continuation(data, end):
+        while continuation(end):
             end += 1
+    try:
+        content = data[offset - base : end - base].decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    if not found.whole and "\x00" in content:
+        return None
     return {
         "path": path,
-        "size": len(data),
+        "size": size,
         "offset": offset,
-        "next_offset": end if end < len(data) else None,
-        "content": data[offset:end].decode("utf-8"),
+        "next_offset": end if end < size else None,
+        "content": content,
     }
 
 

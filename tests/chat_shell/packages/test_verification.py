@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import zipfile
 import zlib
 
@@ -139,3 +140,38 @@ def test_only_the_exact_paths_of_package_files_resolve(path: str) -> None:
     with pytest.raises(PackageReadError) as info:
         package.read(path)
     assert (info.value.code, info.value.details["path"]) == ("file_not_found", path)
+
+
+@pytest.mark.parametrize("method", [zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED])
+def test_a_range_is_the_slice_of_the_whole_file(method: int) -> None:
+    data = random.Random(7).randbytes(1_300_000)  # several inflate chunks, under the ratio cap
+    payload = data if method == zipfile.ZIP_STORED else deflated(data)
+    entry = RawEntry("demo/data.bin", payload, len(data), zlib.crc32(data), method)
+    package = open_package(raw_zip([SKILL, entry]))
+    edges = [0, 1, OUT_CHUNK - 1, OUT_CHUNK, OUT_CHUNK + 1, len(data) - 1, len(data)]
+    for start in edges:
+        for stop in (*edges, len(data) + 10):
+            assert package.read_range("data.bin", start, stop) == data[start:stop]
+
+
+def test_a_range_reaching_the_end_checks_the_crc_and_one_before_it_cannot() -> None:
+    data = b"x" * (3 * OUT_CHUNK)
+    bad = RawEntry("demo/a.txt", deflated(data), len(data), zlib.crc32(b"other"), 8)
+    package = open_package(raw_zip([SKILL, bad]))  # unverified: as a stored package is read
+    assert package.read_range("a.txt", 0, 10) == b"x" * 10  # the CRC covers the whole file
+    for stop in (len(data), len(data) + 1):
+        with pytest.raises(PackageReadError) as info:
+            package.read_range("a.txt", len(data) - 5, stop)
+        assert info.value.code == "entry_crc_mismatch"
+
+
+def test_a_range_inflates_no_further_than_its_end() -> None:
+    """A lie past the range is not reached (nothing is inflated there), one inside it is."""
+    payload, _ = deflated_zeros(64 * MiB)
+    declared = 4 * OUT_CHUNK
+    liar = RawEntry("demo/a.bin", payload, declared, 0, zipfile.ZIP_DEFLATED)
+    package = open_package(raw_zip([SKILL, liar]))
+    assert package.read_range("a.bin", 5, 20) == bytes(15)
+    with pytest.raises(PackageReadError) as info:
+        package.read_range("a.bin", 0, declared + 1)
+    assert info.value.code == "entry_size_mismatch"

@@ -14,9 +14,11 @@ from langchain_core.messages import ToolMessage
 from langchain_core.tools import ToolException
 
 from chat_shell.contracts import SkillFileInfo, SkillSpec
+from chat_shell.packages import Package
 from chat_shell.ports import InMemoryPackageSource
 from chat_shell.skills.active import ActiveSkills
 from chat_shell.skills.prompt import MAX_LISTED_FILES, render_loaded_skill
+from chat_shell.tools.builtin import skill_files
 from chat_shell.tools.builtin.skill_files import (
     SkillFileReader,
     list_skill_files,
@@ -52,6 +54,15 @@ FILES: dict[str, str | bytes] = {
     "assets/blob.bin": b"text until a NUL\x00byte",
     "assets/latin1.txt": "caf\xe9".encode("latin-1"),
 }
+
+
+@pytest.fixture(autouse=True, params=["whole", "windowed"])
+def reading(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test twice: files read whole (up to WHOLE_FILE_BYTES, the default for these small
+    files) and through a window around each page, as files past it are."""
+    if request.param == "windowed":
+        monkeypatch.setattr(skill_files, "WHOLE_FILE_BYTES", 0)
+    return str(request.param)
 
 
 @dataclass
@@ -143,6 +154,47 @@ async def test_a_binary_file_comes_back_as_its_type_and_size_never_its_bytes(
     found = await read(host(), path)
 
     assert found == {"path": path, "size": len(FILES[path]), "type": kind, "binary": True}
+
+
+async def test_a_large_file_is_paged_without_ever_being_held_whole(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    big = "".join(f"{i:08d} ünïcode line\n" for i in range(150_000))  # ~3.8 MB, past 1 MiB
+    data = package({"references/big.txt": big})
+    h = host(cap=32 * 1024, data=data)
+    asked: list[tuple[int, int]] = []
+    real_range = Package.read_range
+
+    def read_range(self: Package, path: str, start: int, stop: int) -> bytes:
+        asked.append((start, stop))
+        return real_range(self, path, start, stop)
+
+    def read_whole(self: Package, path: str, **_: Any) -> bytes:
+        raise AssertionError(f"{path} was read whole")
+
+    monkeypatch.setattr(Package, "read_range", read_range)
+    monkeypatch.setattr(Package, "read", read_whole)
+    middle = len(big.encode()) // 2
+    page = await read(h, "references/big.txt", offset=middle, limit=100)
+    encoded = big.encode()
+    assert page["size"] == len(encoded)
+    assert page["content"].encode() == encoded[page["offset"] : page["next_offset"]]
+    assert middle <= page["offset"] <= middle + 3 and len(page["content"].encode()) <= 100
+    assert all(stop - start <= 32 * 1024 + 8 for start, stop in asked)  # pages, not the file
+    last = await read(h, "references/big.txt", offset=len(encoded) - 10)
+    assert last["next_offset"] is None and last["content"].endswith("line\n")
+
+
+async def test_a_large_file_with_a_nul_byte_at_its_start_is_binary() -> None:
+    blob = b"\x00" + b"a" * (2 * 1024 * 1024)
+    h = host(data=package({"assets/big.bin": blob}))
+    found = await read(h, "assets/big.bin", offset=1024)
+    assert found == {
+        "path": "assets/big.bin",
+        "size": len(blob),
+        "type": "application/octet-stream",
+        "binary": True,
+    }
 
 
 async def test_list_skill_files_lists_the_package_with_sizes() -> None:
