@@ -266,7 +266,7 @@ def read_plugin(
     info = {**(entry or {}), **manifest}
     warnings: list[SkillWarning] = []
     raw_name = str(info.get("name") or fallback_name)
-    name = naming.derive(raw_name)
+    name = naming.derive_plugin(raw_name)
     if not name:
         raise InvalidRequest(
             f"plugin name {raw_name!r} has nothing usable for a name",

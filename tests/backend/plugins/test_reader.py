@@ -31,6 +31,24 @@ def test_derived_names_drop_the_plugin_prefix_and_keep_to_the_rule() -> None:
     assert naming.fit("p" * 40, "s" * 40) == "s" * 23
 
 
+def test_a_long_plugin_name_is_shortened_so_its_skills_keep_their_names() -> None:
+    long_name = "enterprise-" * 6 + "toolkit"  # 73 characters
+    files = tree(
+        {
+            ".claude-plugin/plugin.json": json.dumps({"name": long_name}),
+            "skills/report-writer/SKILL.md": skill("report-writer"),
+            "skills/report-reader/SKILL.md": skill("report-reader"),
+        }
+    )
+    draft = read_plugin(files, fallback_name="x", limits=DEFAULT_LIMITS, public=False)
+    assert len(draft.name) <= naming.MAX_PLUGIN_NAME_LENGTH and long_name.startswith(draft.name)
+    assert [s.name for s in draft.skills] == [
+        f"{draft.name}/report-reader",
+        f"{draft.name}/report-writer",
+    ]
+    assert "name_derived" in {w.code for w in draft.warnings}
+
+
 def test_a_plugin_without_a_manifest_takes_its_marketplace_entry() -> None:
     files = tree({"skills/one/SKILL.md": skill("one"), "commands/go.md": "Go $1."})
     entry = {"name": "Helper Kit", "description": "From the entry.", "version": "2"}
