@@ -98,7 +98,8 @@ class SkillFileReader:
             data = self._last[2]
             return _Bytes(len(data), 0, data, whole=True)
         package = await self.package(sha256)
-        size = package.files[path].size if path in package.files else 0
+        listed = package.files.get(path)  # `files` builds its mapping on each access
+        size = listed.size if listed is not None else 0
         if size <= WHOLE_FILE_BYTES:  # unknown paths too: `read` says file_not_found
             data = await asyncio.to_thread(package.read, path)
             self._last = (sha256, path, data)
