@@ -41,6 +41,7 @@ _EXPORTS = {
         "EgressForbidden",
         "EgressPolicy",
         "EgressTransport",
+        "content_encoding",
         "egress_client",
         "readable_url",
     ],
@@ -142,6 +143,7 @@ __all__ = [
     "WORKSPACE_DIR",
     "check_archive_size",
     "check_stdio_allowed",
+    "content_encoding",
     "egress_client",
     "find_placeholders",
     "honour_cancellation",
@@ -194,6 +196,7 @@ if TYPE_CHECKING:
         EgressForbidden,
         EgressPolicy,
         EgressTransport,
+        content_encoding,
         egress_client,
         readable_url,
     )

@@ -1,6 +1,12 @@
 """Outbound connections: the egress policy and the clients that obey it."""
 
-from chat_shell.net._transport import EgressNetworkBackend, EgressTransport, egress_client
+from chat_shell.net._transport import (
+    EgressNetworkBackend,
+    EgressTransport,
+    UnrequestedEncoding,
+    content_encoding,
+    egress_client,
+)
 from chat_shell.net.egress import (
     EgressForbidden,
     EgressPolicy,
@@ -20,6 +26,8 @@ __all__ = [
     "EgressNetworkBackend",
     "EgressPolicy",
     "EgressTransport",
+    "UnrequestedEncoding",
+    "content_encoding",
     "default_refusal",
     "egress_client",
     "error_body_logger",

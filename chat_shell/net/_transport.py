@@ -9,6 +9,11 @@ follows no redirects and reads no proxy settings from the environment (a proxy w
 own resolution).
 
 Use `egress_client(policy)` wherever the service fetches a URL a tenant chose.
+
+Such a client asks for bodies as sent (`Accept-Encoding: identity`) and refuses an answer that
+is encoded anyway, before its body is read: httpx inflates each chunk whole, through stacked
+encodings, so a few hundred bytes of gzip in gzip could become gigabytes in the reader's
+memory, whatever byte count the reader then checks.
 """
 
 from __future__ import annotations
@@ -97,13 +102,40 @@ class EgressTransport(httpx.AsyncHTTPTransport):
         )
 
 
+class UnrequestedEncoding(httpx.DecodingError):
+    """An answer whose `Content-Encoding` the client did not ask for (see the module doc)."""
+
+
+def content_encoding(headers: httpx.Headers) -> str:
+    """The answer's content coding, lower-cased; "" when it is sent as is."""
+    value = headers.get("content-encoding", "").strip().lower()
+    return "" if value == "identity" else value
+
+
+async def refuse_encoded(response: httpx.Response) -> None:
+    """A `response` event hook: an encoded answer raises before its body is read."""
+    encoding = content_encoding(response.headers)
+    if encoding:
+        await response.aclose()
+        raise UnrequestedEncoding(
+            f"the answer is {encoding[:40]!r}-encoded; only identity was accepted",
+            request=response.request,
+        )
+
+
 def egress_client(policy: EgressPolicy, **options: Any) -> httpx.AsyncClient:
     """An `httpx.AsyncClient` for tenant-chosen URLs: checked connections, no redirects, no
-    environment proxies. `options` are further `httpx.AsyncClient` arguments (headers,
-    timeout, auth, event_hooks, ...). Close it (`async with` or `aclose()`) when done."""
+    environment proxies, bodies as sent. `options` are further `httpx.AsyncClient` arguments
+    (headers, timeout, auth, event_hooks, ...). Close it (`async with` or `aclose()`) when done."""
     options.setdefault("timeout", 30.0)
+    headers = httpx.Headers(options.pop("headers", None))
+    headers["Accept-Encoding"] = "identity"
+    hooks = dict(options.pop("event_hooks", None) or {})
+    hooks["response"] = [refuse_encoded, *hooks.get("response", [])]  # before any reads it
     return httpx.AsyncClient(
         **options,
+        headers=headers,
+        event_hooks=hooks,
         transport=EgressTransport(policy),
         follow_redirects=False,
         trust_env=False,

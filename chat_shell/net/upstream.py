@@ -13,6 +13,8 @@ from typing import TypeVar
 
 import httpx
 
+from chat_shell.net._transport import content_encoding
+
 E = TypeVar("E", bound=BaseException)
 
 LOGGED_BODY_CHARS = 500
@@ -75,9 +77,11 @@ def error_body_logger(
         if response.status_code < 400:
             return
         length = response.headers.get("content-length", "")
-        if length.isdigit() and int(length) <= READ_BODY_BYTES:
+        if content_encoding(response.headers):  # its length says nothing of what it inflates to
+            body: object = "(body not read, it is encoded)"
+        elif length.isdigit() and int(length) <= READ_BODY_BYTES:
             await response.aread()
-            body: object = response.text
+            body = response.text
         else:
             body = f"(body not read, content-length {length or 'unknown'})"
         log_upstream_error(what, response.status_code, body, secrets)

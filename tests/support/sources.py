@@ -2,6 +2,7 @@
 
 with SourceServer() as server:
     server.files["/a.zip"] = data                 # GET /a.zip
+    server.headers["/a.zip"] = {"X-A": "1"}       # further answer headers for it
     server.redirects["/r"] = "http://127.0.0.2/"  # GET /r -> 302
     server.repos["skills"] = repo_dir             # /git/skills.git (smart), /dumb/skills.git
 """
@@ -31,6 +32,8 @@ class SourceServer(LoopbackWsgi):
     def __init__(self) -> None:
         self.files: dict[str, bytes] = {}
         self.redirects: dict[str, str] = {}
+        self.headers: dict[str, dict[str, str]] = {}
+        self.request_headers: list[dict[str, str]] = []  # each request's HTTP_* environ
         self.repos: dict[str, Path] = {}
         self.held = threading.Event()  # GET /held answers once this is set
         self.requests: list[str] = []
@@ -60,6 +63,7 @@ class SourceServer(LoopbackWsgi):
     def _app(self, environ: dict[str, Any], start: Any) -> Iterable[bytes]:
         path = environ["PATH_INFO"]
         self.requests.append(path)
+        self.request_headers.append({k: v for k, v in environ.items() if k.startswith("HTTP_")})
         if self.git_app is not None and path.startswith("/git/"):
             return self.git_app(environ, start)  # type: ignore[no-any-return]
         for prefix, dumb in (("/git", False), ("/dumb", True)):
@@ -80,7 +84,11 @@ class SourceServer(LoopbackWsgi):
             body = self.files[path]
             start(
                 "200 OK",
-                [("Content-Type", "application/octet-stream"), ("Content-Length", str(len(body)))],
+                [
+                    ("Content-Type", "application/octet-stream"),
+                    ("Content-Length", str(len(body))),
+                    *self.headers.get(path, {}).items(),
+                ],
             )
             return [body]
         start("404 Not Found", [("Content-Length", "0")])

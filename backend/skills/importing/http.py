@@ -11,6 +11,12 @@ No redirects are followed by httpx and no environment proxies are read; redirect
 here, one hop at a time, so each new URL is checked as written before its host is resolved and
 checked again on connect. All response bodies of one fetch share one byte budget, and one
 deadline bounds every resolve, connect, read and write of it.
+
+Bodies are asked for and read as sent (`Accept-Encoding: identity`, `iter_raw`): httpx's
+decoders inflate a whole chunk at once, through stacked encodings, before any budget could be
+checked (a 373-byte answer became a 128 MiB chunk). An archive's own compression is inflated
+later by the package reader, which bounds it; a `Content-Encoding` the fetch did not ask for
+is refused.
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ import httpx
 
 from backend.skills.importing.errors import FetchFailed, FetchTimeout, refused, too_large
 from backend.skills.importing.limits import FetchLimits
-from chat_shell import EgressForbidden, EgressPolicy, readable_url
+from chat_shell import EgressForbidden, EgressPolicy, content_encoding, readable_url
 
 MAX_REDIRECTS = 5
 _REDIRECTS = {301, 302, 303, 307, 308}
@@ -68,6 +74,7 @@ class Downloader:
             timeout=None,
             follow_redirects=False,
             trust_env=False,
+            headers={"Accept-Encoding": "identity"},
         )
 
     def __enter__(self) -> Downloader:
@@ -168,10 +175,16 @@ class Downloader:
     def _body(self, response: httpx.Response) -> Iterator[bytes]:
         """The body's chunks as they arrive, each charged to the fetch's byte budget."""
         cap = self.limits.download_bytes
+        encoding = content_encoding(response.headers)
+        if encoding:
+            raise FetchFailed(
+                "the source answered with a Content-Encoding it was not asked for",
+                details={"reason": "content_encoding", "encoding": encoding[:40]},
+            )
         declared = response.headers.get("content-length", "")
         if declared.isdigit() and self.received + int(declared) > cap:
             raise too_large("download_too_large", "the download", cap)
-        for chunk in response.iter_bytes():
+        for chunk in response.iter_raw():  # as sent: never decoded here (module docstring)
             self.received += len(chunk)
             if self.received > cap:
                 raise too_large("download_too_large", "the download", cap)

@@ -420,6 +420,24 @@ async def test_limits_refuse_a_large_download_a_slow_source_and_a_failing_one(
     assert_error(await do_import(client, alice, server.url("/gone.zip")), 502, "fetch_failed")
 
 
+async def test_an_answer_encoded_unasked_is_refused_before_it_is_inflated(
+    client: httpx.AsyncClient, alice: Account, server: SourceServer
+) -> None:
+    # 256 MiB of zeros gzipped twice is a few hundred bytes: httpx inflated it in one chunk
+    bomb = gzip.compress(gzip.compress(bytes(256 * 1024 * 1024), 9), 9)
+    server.files["/bomb.zip"] = bomb
+    server.headers["/bomb.zip"] = {"Content-Encoding": "gzip, gzip"}
+    response = await do_import(client, alice, server.url("/bomb.zip"))
+    assert_error(response, 502, "fetch_failed")
+    assert response.json()["error"]["details"]["reason"] == "content_encoding"
+    assert server.request_headers[-1]["HTTP_ACCEPT_ENCODING"] == "identity"
+    assert (await client.get(SKILLS, headers=alice.headers)).json()["items"] == []
+    # A gzip archive sent as is (no Content-Encoding) is the archive itself, and imports.
+    server.files["/skills.tar.gz"] = tar_gz({"alpha/SKILL.md": zips.skill_md("alpha").encode()})
+    response = await do_import(client, alice, server.url("/skills.tar.gz"))
+    assert response.status_code == 200, response.text
+
+
 async def test_a_git_pack_over_the_download_limit_is_refused_as_it_streams(
     app: FastAPI, client: httpx.AsyncClient, alice: Account, server: SourceServer, tmp_path: Path
 ) -> None:

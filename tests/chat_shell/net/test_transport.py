@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import gzip
 import ssl
 from collections.abc import Iterable
 from pathlib import Path
@@ -15,7 +16,13 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from chat_shell.net import EgressForbidden, EgressPolicy, EgressTransport, egress_client
+from chat_shell.net import (
+    EgressForbidden,
+    EgressPolicy,
+    EgressTransport,
+    UnrequestedEncoding,
+    egress_client,
+)
 from tests.support.listener import Listener, http_response
 
 LOOPBACK = EgressPolicy(allow=("127.0.0.1", "::1"))
@@ -143,3 +150,33 @@ async def test_a_certificate_for_another_name_is_refused(tmp_path: Path) -> None
     async with Listener(tls=server) as listener, httpx.AsyncClient(transport=transport) as client:
         with pytest.raises(httpx.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
             await client.get(listener.url(host="localhost", scheme="https"))
+
+
+def _gzip_bomb(layers: int = 2, inflated: int = 64 * 1024 * 1024) -> bytes:
+    """`inflated` zero bytes, gzipped `layers` times: a few hundred bytes on the wire."""
+    data = gzip.compress(bytes(inflated), compresslevel=9)
+    for _ in range(layers - 1):
+        data = gzip.compress(data, compresslevel=9)
+    return data
+
+
+def _raw_response(body: bytes, headers: dict[str, str]) -> bytes:
+    lines = ["HTTP/1.1 200 X", f"Content-Length: {len(body)}", "Connection: close"]
+    lines += [f"{k}: {v}" for k, v in headers.items()]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
+
+
+async def test_bodies_are_asked_for_as_sent_and_an_encoded_answer_is_refused_unread() -> None:
+    bomb = _gzip_bomb()
+    assert len(bomb) < 100_000
+    answer = _raw_response(bomb, {"Content-Encoding": "gzip, gzip"})
+    async with Listener(answer) as listener, egress_client(LOOPBACK) as client:
+        with pytest.raises(UnrequestedEncoding, match="gzip"):
+            await client.get(listener.url())
+        # A caller's own headers are kept beside the one the client insists on.
+        plain = egress_client(LOOPBACK, headers={"Accept-Encoding": "gzip", "X-Kept": "1"})
+    assert "accept-encoding: identity" in listener.heads[0].lower()
+    async with Listener() as listener, plain:
+        assert (await plain.get(listener.url())).text == "ok"
+    head = listener.heads[0].lower()
+    assert "accept-encoding: identity" in head and "x-kept: 1" in head
