@@ -274,7 +274,12 @@ def _checkout(
         raise refused("unknown_ref", "the commit is not in the repository", ref=ref) from None
     if not isinstance(commit, Commit):
         raise refused("unknown_ref", "the ref does not name a commit", ref=ref)
-    files, problems = _walk(repo, commit, path, downloader, deflates)
+    try:
+        files, problems = _walk(repo, commit, path, downloader, deflates)
+    except BROKEN_PACK as exc:  # an object parsed as it is first read (a malformed tree)
+        raise FetchFailed(
+            f"the git fetch failed: {exc}", details={"reason": type(exc).__name__}
+        ) from None
     return commit.id.decode(), files, problems
 
 
@@ -286,45 +291,34 @@ def _walk(
     deflates: Mapping[ObjectID, Future[bytes | None]],
 ) -> tuple[dict[str, TreeFile], dict[str, PackageReadError]]:
     store = repo.object_store
-    tree = store[commit.tree]
+    tree = _tree(store, commit.tree, "the commit's tree")
     for part in path.split("/") if path else []:
-        assert isinstance(tree, Tree)
         if part.encode() not in tree:
             raise refused("path_not_found", "the path is not in the repository", path=path)
         mode, sha = tree[part.encode()]
         # checked before the lookup: a submodule's commit is in another repository
         if not stat.S_ISDIR(mode):
             raise refused("path_not_found", "the path is not a folder", path=path)
-        tree = store[sha]
-    assert isinstance(tree, Tree)
+        tree = _tree(store, sha, path)
     limits = downloader.limits
     files: dict[str, TreeFile] = {}
     problems: dict[str, PackageReadError] = {}
     total = 0
-    for entry in store.iter_tree_contents(tree.id):
-        assert entry.path is not None and entry.mode is not None and entry.sha is not None
-        name = entry.path.decode("utf-8", "replace")
-        if entry.mode == _GITLINK:
-            continue
+    for name, mode, sha in _entries(store, tree, limits, downloader.check_deadline, problems):
         if len(files) + len(problems) >= limits.files:
             raise PackageError(
                 ErrorCode.TOO_MANY_ENTRIES,
                 f"the tree has more than {limits.files} files",
                 limit=limits.files,
             )
-        problem = path_problem(name)
-        if problem is not None:
-            problems[name] = PackageReadError(
-                ReadCode.UNSAFE_PATH, f"unsafe entry name {name!r}: {problem}", entry=name
-            )
-            continue
-        if stat.S_ISLNK(entry.mode):
+        if stat.S_ISLNK(mode):
             problems[name] = PackageReadError(
                 ReadCode.SYMLINK_ENTRY, f"entry {name!r} is a symlink", entry=name
             )
             continue
-        blob = store[entry.sha]
-        assert isinstance(blob, Blob)
+        blob = _object(store, sha, name)
+        if not isinstance(blob, Blob):
+            raise _broken_tree(name, "is not a file")
         total += blob.raw_length()
         if total > limits.unpacked_bytes:
             raise PackageError(
@@ -332,6 +326,83 @@ def _walk(
                 f"the tree's files add up to more than {limits.unpacked_bytes} bytes",
                 limit=limits.unpacked_bytes,
             )
-        mode = 0o755 if entry.mode & 0o111 else 0o644
-        files[name] = TreeFile(blob.as_raw_string(), mode, deflates.get(entry.sha))
+        files[name] = TreeFile(
+            blob.as_raw_string(), 0o755 if mode & 0o111 else 0o644, deflates.get(sha)
+        )
     return dict(sorted(files.items())), problems
+
+
+def _entries(
+    store: Any,
+    top: Tree,
+    limits: FetchLimits,
+    check_deadline: Callable[[], None],
+    problems: dict[str, PackageReadError],
+) -> Iterator[tuple[str, int, ObjectID]]:
+    """(path, mode, sha) of each file and link under `top`, depth first; unsafe names go to
+    `problems`, submodules are left out.
+
+    Every entry counts, folders included: trees are stored once however often they are
+    named, so a few kilobytes of pack can name a tree of 2^64 paths, or folders only, which
+    a count of files alone never stops. A folder whose path is unsafe is one problem and is
+    not entered (everything below it would be unsafe too), which also bounds the depth by
+    the longest allowed path. A name that is not UTF-8 is unsafe: decoded with replacement,
+    two names could become one.
+    """
+    cap = 2 * limits.files
+    seen = 0
+    todo: list[tuple[str, Tree]] = [("", top)]
+    while todo:
+        prefix, tree = todo.pop()
+        for entry in tree.iteritems(name_order=True):
+            seen += 1
+            if seen > cap:
+                raise PackageError(
+                    ErrorCode.TOO_MANY_ENTRIES,
+                    f"the tree has more than {cap} files and folders",
+                    limit=cap,
+                )
+            if seen % 256 == 0:
+                check_deadline()
+            if entry.mode == _GITLINK:
+                continue
+            try:
+                name = prefix + entry.path.decode("utf-8")
+            except UnicodeDecodeError:
+                name = prefix + entry.path.decode("utf-8", "backslashreplace")
+                problems[name] = _unsafe(name, "name is not UTF-8")
+                continue
+            problem = path_problem(name)
+            if problem is not None:
+                problems[name] = _unsafe(name, problem)
+            elif stat.S_ISDIR(entry.mode):
+                todo.append((name + "/", _tree(store, entry.sha, name)))
+            else:
+                yield name, entry.mode, entry.sha
+
+
+def _object(store: Any, sha: ObjectID, what: str) -> object:
+    try:
+        return store[sha]
+    except KeyError:  # a pack may leave out what the source claims the tree holds
+        raise _broken_tree(what, "is missing from the fetched objects") from None
+
+
+def _tree(store: Any, sha: ObjectID, what: str) -> Tree:
+    tree = _object(store, sha, what)
+    if not isinstance(tree, Tree):
+        raise _broken_tree(what, "is not a folder")
+    return tree
+
+
+def _broken_tree(what: str, problem: str) -> FetchFailed:
+    return FetchFailed(
+        f"the repository is inconsistent: {what!r} {problem}",
+        details={"reason": "broken_tree", "entry": what[:200]},
+    )
+
+
+def _unsafe(name: str, problem: str) -> PackageReadError:
+    return PackageReadError(
+        ReadCode.UNSAFE_PATH, f"unsafe entry name {name!r}: {problem}", entry=name
+    )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import io
 import random
+import stat
 import tarfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,7 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
-from dulwich.objects import Commit, Tree
+from dulwich.objects import Blob, Commit, Tree
 from dulwich.repo import Repo
 from dulwich.server import DictBackend
 from dulwich.web import make_wsgi_chain
@@ -296,8 +297,9 @@ async def test_a_symlink_in_a_git_skill_refuses_that_skill_only(
     assert response.json()["items"][1]["code"] == "symlink_entry"
 
 
-def add_submodule(repo: Repo, name: str) -> None:
-    """A new commit adding a submodule (a gitlink: a commit of another repository) at `name`."""
+def add_entries(repo: Repo, entries: dict[bytes, tuple[int, bytes]], message: str) -> None:
+    """A new commit whose root tree gains `entries` (name: (mode, sha)), written directly to
+    the object store: trees and names a work tree could not hold."""
     store = repo.object_store
     head = store[repo.head()]
     assert isinstance(head, Commit)
@@ -306,16 +308,91 @@ def add_submodule(repo: Repo, name: str) -> None:
     tree = Tree()
     for item in root.items():
         tree.add(item.path, item.mode, item.sha)
-    tree.add(name.encode(), 0o160000, b"1" * 40)
+    for name, (mode, sha) in entries.items():
+        tree.add(name, mode, sha)
     store.add_object(tree)
     commit = Commit()
     commit.tree, commit.parents = tree.id, [head.id]
     commit.author = commit.committer = head.author
     commit.author_time = commit.commit_time = head.commit_time + 1
     commit.author_timezone = commit.commit_timezone = 0
-    commit.message = b"submodule"
+    commit.message = message.encode()
     store.add_object(commit)
     repo.refs[b"refs/heads/master"] = commit.id
+
+
+def add_submodule(repo: Repo, name: str) -> None:
+    """A new commit adding a submodule (a gitlink: a commit of another repository) at `name`."""
+    add_entries(repo, {name.encode(): (0o160000, b"1" * 40)}, "submodule")
+
+
+def nested_trees(repo: Repo, depth: int, width: int) -> bytes:
+    """A folder `depth` levels deep whose every folder holds `width` copies of the one below:
+    `depth + 1` tree objects naming `width ** depth` folders."""
+    tree = Tree()  # the empty tree at the bottom
+    repo.object_store.add_object(tree)
+    for _ in range(depth):
+        parent = Tree()
+        for i in range(width):
+            parent.add(f"d{i}".encode(), stat.S_IFDIR, tree.id)
+        repo.object_store.add_object(parent)
+        tree = parent
+    return tree.id
+
+
+def add_blob(repo: Repo, data: bytes) -> bytes:
+    blob = Blob.from_string(data)
+    repo.object_store.add_object(blob)
+    return blob.id
+
+
+@pytest.mark.parametrize("served", ["/git", "/dumb"])
+async def test_a_tree_naming_folders_without_end_is_refused_by_its_entry_count(
+    client: httpx.AsyncClient, alice: Account, server: SourceServer, tmp_path: Path, served: str
+) -> None:
+    # 41 small trees name 2^40 folders and no file: a walk counting files only never ended
+    repo = git_repo(tmp_path / "repo", skill_files("alpha"))
+    add_entries(repo, {b"bomb": (stat.S_IFDIR, nested_trees(repo, 40, 2))}, "bomb")
+    server.repos["skills"] = tmp_path / "repo"
+    response = await do_import(client, alice, server.url(f"{served}/skills.git"))
+    assert_error(response, 422, "too_many_entries")
+    assert response.json()["error"]["details"]["limit"] == 2000  # twice the file limit
+    assert (await client.get(SKILLS, headers=alice.headers)).json()["items"] == []
+
+
+async def test_a_folder_nested_past_the_longest_path_is_one_problem_not_a_500(
+    client: httpx.AsyncClient, alice: Account, server: SourceServer, tmp_path: Path
+) -> None:
+    # 2000 levels: dulwich's own walk raised MaxTreeDepthExceeded (at 1280), a 500
+    repo = git_repo(tmp_path / "repo", skill_files("alpha"))
+    add_entries(repo, {b"deep": (stat.S_IFDIR, nested_trees(repo, 2000, 1))}, "deep")
+    server.repos["skills"] = tmp_path / "repo"
+    response = await do_import(client, alice, server.url("/git/skills.git"))
+    assert results(response) == {"alpha": "created"}
+
+
+async def test_a_file_name_that_is_not_utf8_refuses_its_skill_and_never_merges_with_another(
+    client: httpx.AsyncClient, alice: Account, server: SourceServer, tmp_path: Path
+) -> None:
+    # b"caf\xe9" read with replacement is "caf\ufffd", the name of the other file: one of the
+    # two was silently dropped from the skill
+    repo = git_repo(tmp_path / "repo", skill_files("alpha", "beta"))
+    skill = repo.object_store[repo.object_store[repo.head()].tree]
+    folder = repo.object_store[skill[b"skills"][1]]
+    beta = repo.object_store[folder[b"beta"][1]]
+    assert isinstance(beta, Tree)
+    beta.add(b"caf\xe9.txt", 0o100644, add_blob(repo, b"latin-1 name"))
+    beta.add("caf\ufffd.txt".encode(), 0o100644, add_blob(repo, b"utf-8 name"))
+    repo.object_store.add_object(beta)
+    assert isinstance(folder, Tree)
+    folder.add(b"beta", stat.S_IFDIR, beta.id)
+    repo.object_store.add_object(folder)
+    add_entries(repo, {b"skills": (stat.S_IFDIR, folder.id)}, "names")
+    server.repos["skills"] = tmp_path / "repo"
+    response = await do_import(client, alice, server.url("/git/skills.git"))
+    assert results(response) == {"alpha": "created", "beta": "refused"}
+    assert response.json()["items"][1]["code"] == "unsafe_path"
+    assert "not UTF-8" in response.json()["items"][1]["message"]
 
 
 @pytest.mark.parametrize("served", ["/git", "/dumb"])
