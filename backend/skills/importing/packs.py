@@ -24,7 +24,7 @@ from dulwich.pack import DELTA_TYPES, OFS_DELTA, UnresolvedDeltas, apply_delta
 from isal import isal_zlib
 
 from backend.skills.errors import ErrorCode, PackageError
-from backend.skills.importing.pack_stream import Entry, read_pack
+from backend.skills.importing.pack_stream import ENTRY_COST, Entry, read_pack
 from backend.skills.importing.pipe import BytePipe, PipeClosed
 
 # What a corrupt or truncated pack raises while it is read: a failed fetch, never a 500.
@@ -236,6 +236,7 @@ LOOSE_OBJECT = re.compile(r"/objects/[0-9a-f]{2}/[0-9a-f]{38}$")
 
 def inflate_counted(compressed: bytes, budget: Budget) -> None:
     """Inflate a zlib stream a chunk at a time, keeping nothing, charging what it makes."""
+    budget.charge(ENTRY_COST)  # one object: its cost beside its bytes, as in a pack
     inflater = zlib.decompressobj()
     pending = compressed
     while pending and not inflater.eof:

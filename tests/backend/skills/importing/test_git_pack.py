@@ -22,6 +22,7 @@ from dulwich.pack import (
 )
 
 from backend.skills.errors import ErrorCode, PackageError
+from backend.skills.importing.pack_stream import ENTRY_COST
 from backend.skills.importing.packs import BROKEN_PACK, PIPE_BATCH, FetchStore
 
 # An entry is written at an offset; it gets the offsets written so far (by index).
@@ -142,13 +143,26 @@ def test_a_corrupt_truncated_or_unresolvable_pack_is_refused() -> None:
 def test_objects_are_charged_to_the_unpacked_budget_before_they_are_inflated() -> None:
     a, b, _, _ = blobs()
     pack = build_pack([full(a), ofs_delta(0, a, b)])
-    exact = len(a.as_raw_string()) + len(b.as_raw_string())
+    exact = len(a.as_raw_string()) + len(b.as_raw_string()) + 2 * ENTRY_COST
     delta_size = len(b"".join(create_delta(a.as_raw_string(), b.as_raw_string())))
-    # what the pack declares: each object's size, and a delta's own size and its result's
+    # what the pack declares: each object's size and cost, and a delta's own size and result's
     assert len(stored(pack, budget=exact + delta_size)) == 2
     with pytest.raises(PackageError) as refused:
         stored(pack, budget=exact + delta_size - 1)
     assert refused.value.code == ErrorCode.UNCOMPRESSED_TOO_LARGE
+
+
+def test_each_object_costs_its_holding_so_a_pack_of_empty_objects_is_bounded() -> None:
+    # 5000 distinct one-byte blobs declare 5000 bytes: without a cost per object, a 64 MiB
+    # pack of such would hold millions of parsed objects within a "256 MiB" budget
+    many = [Blob.from_string(b"%d" % i) for i in range(5000)]
+    pack = build_pack([full(blob) for blob in many])
+    declared = sum(len(blob.as_raw_string()) for blob in many)
+    assert len(pack) < 100 * 1024
+    with pytest.raises(PackageError) as refused:
+        stored(pack, budget=declared + 1000 * ENTRY_COST)
+    assert refused.value.code == ErrorCode.UNCOMPRESSED_TOO_LARGE
+    assert len(stored(pack, budget=declared + 5000 * ENTRY_COST)) == 5000
 
 
 def test_a_pack_of_zeros_that_declares_gigabytes_is_refused_unread() -> None:
