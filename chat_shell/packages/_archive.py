@@ -164,6 +164,11 @@ def path_problem(name: str) -> str | None:
         return f"name longer than {MAX_ENTRY_NAME_LENGTH} characters"
     if "\x00" in name:
         return "NUL byte in name"
+    if not name.isascii():
+        try:
+            name.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate: bytes a reader kept with surrogateescape
+            return "name is not UTF-8"
     if _CONTROL.search(name):
         return "control character in name"
     if "\\" in name:

@@ -92,13 +92,24 @@ def _unpack_tar(data: bytes, limits: FetchLimits) -> dict[str, TreeFile]:
     return dict(sorted(files.items()))
 
 
+def _shown(name: str) -> str:
+    """`name` as text any encoder takes: tarfile keeps bytes that are not UTF-8 as lone
+    surrogates (shown as the bytes, `\\xe9`), which JSON answers cannot encode."""
+    try:
+        raw = name.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a surrogate surrogateescape did not make
+        return name.encode("utf-8", "backslashreplace").decode()
+    return raw.decode("utf-8", "backslashreplace")
+
+
 def _check_member(member: tarfile.TarInfo, name: str, seen: set[str]) -> None:
     problem = path_problem(name)
     if problem is not None:
+        shown = _shown(name)
         raise PackageReadError(
             ReadCode.UNSAFE_PATH,
-            f"unsafe entry name {name!r}: {problem}",
-            entry=name,
+            f"unsafe entry name {shown!r}: {problem}",
+            entry=shown,
             reason=problem,
         )
     if member.issym() or member.islnk():

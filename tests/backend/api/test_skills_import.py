@@ -248,6 +248,27 @@ async def test_a_tar_gz_archive_imports_and_its_links_are_refused(
     assert_error(await do_import(client, alice, server.url("/linked.tgz")), 422, "symlink_entry")
 
 
+async def test_a_tar_entry_name_that_is_not_utf8_is_refused_with_its_code(
+    client: httpx.AsyncClient, alice: Account, server: SourceServer
+) -> None:
+    # tarfile keeps the bytes b"\xe9" as a lone surrogate: writing the name out was a 500
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz", format=tarfile.GNU_FORMAT) as tar:
+        for name, data in {
+            "alpha/SKILL.md": zips.skill_md("alpha").encode(),
+            "alpha/caf\udce9": b"x",
+        }.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    server.files["/latin.tar.gz"] = buffer.getvalue()
+    response = await do_import(client, alice, server.url("/latin.tar.gz"))
+    assert_error(response, 422, "unsafe_path")
+    assert response.json()["error"]["details"]["reason"] == "name is not UTF-8"
+    assert response.json()["error"]["details"]["entry"] == "alpha/caf\\xe9"
+    assert (await client.get(SKILLS, headers=alice.headers)).json()["items"] == []
+
+
 def tar_gz_with_pax_header(size: int) -> bytes:
     """A tar.gz whose first header is a pax record declaring `size` bytes (zeros: tiny once
     compressed)."""
