@@ -258,7 +258,11 @@ class BubblewrapSandbox:
             limits_hit.append(LIMIT_CPU)
         workspace_saved = False
         if not killed:
-            workspace_saved, full = self._save_workspace(archive, complete, workspace, limits)
+            # Unpacking up to the workspace cap (and deleting the old state) is disk work:
+            # not on the event loop, which every other turn of the worker shares.
+            workspace_saved, full = await asyncio.to_thread(
+                self._save_workspace, archive, complete, workspace, limits
+            )
             if full:
                 limits_hit.append(LIMIT_WORKSPACE)
         return SandboxResult(

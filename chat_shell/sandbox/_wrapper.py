@@ -6,7 +6,9 @@ outside, it would count the host user's own processes), runs the command in a su
 own (a fork, not another shell to start), then writes a status line and (unless the workspace
 is empty) a tar of the workspace to the status pipe. The command gets neither the status pipe
 nor any way to raise the limits (hard limits, no capabilities). It is POSIX sh: bash runs it
-where present (the command's shell), dash otherwise.
+where present (the command's shell), dash otherwise. The tar is GNU tar's, told to store a hard
+link's every name as a file (`--hard-dereference`): the host keeps regular files only, so a
+second name stored as a link would be lost.
 
 The status pipe arrives as the script's stdin (the write end: dash only redirects fds 0-9, and
 the command's stdin is /dev/null anyway). Arguments: $1 the command, $2.. the limits.
@@ -48,7 +50,7 @@ for entry in {W}/* {W}/.[!.]* {W}/..?* {OUT}/* {OUT}/.[!.]* {OUT}/..?*; do
 done
 [ -d {OUTPUT_DIR} ] && [ ! -L {OUTPUT_DIR} ] || empty=
 echo "{STATUS_MAGIC} $rc $empty" >&9
-[ -n "$empty" ] || tar -C {WORKSPACE_DIR} -cf - . >&9 2>/dev/null
+[ -n "$empty" ] || tar --hard-dereference -C {WORKSPACE_DIR} -cf - . >&9 2>/dev/null
 exit $rc
 """
 

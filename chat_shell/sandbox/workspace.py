@@ -43,8 +43,13 @@ class WorkspaceFile:
 
 
 def safe_relative_path(name: str) -> PurePosixPath | None:
-    """`name` as a relative path with no `..`, absolute, empty or NUL parts; None if unsafe."""
+    """`name` as a relative path with no `..`, absolute, empty or NUL parts; None if unsafe.
+
+    A name that is not UTF-8 is unsafe too: tar and `os` keep such bytes as lone surrogates,
+    which every later step (JSON results, artifact names, the database) fails to encode."""
     if not name or "\x00" in name or "\\" in name or name.startswith("/"):
+        return None
+    if not _is_utf8(name):
         return None
     parts = [p for p in PurePosixPath(name).parts if p != "."]
     if not parts or any(p == ".." for p in parts):
@@ -200,6 +205,16 @@ class Workspace:
         shutil.rmtree(self._root, ignore_errors=True)
 
 
+def _is_utf8(name: str) -> bool:
+    if name.isascii():
+        return True
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _walk(directory: Path, base: Path) -> Iterator[WorkspaceFile]:
     try:
         with os.scandir(directory) as listing:
@@ -207,6 +222,8 @@ def _walk(directory: Path, base: Path) -> Iterator[WorkspaceFile]:
     except (FileNotFoundError, NotADirectoryError):
         return
     for entry in entries:
+        if not _is_utf8(entry.name):
+            continue  # never unpacked (`safe_relative_path`); a file put there by hand
         if entry.is_dir(follow_symlinks=False):
             yield from _walk(Path(entry.path), base)
         elif entry.is_file(follow_symlinks=False):
@@ -225,7 +242,7 @@ def _extract(archive: BinaryIO, dest: Path, *, max_bytes: int) -> None:
                 continue  # links, devices, fifos: dropped, never recreated on the host
             rel = safe_relative_path(member.name)
             if rel is None:
-                continue  # "." itself, or a name the wrapper's tar never writes
+                continue  # "." itself, a name the wrapper's tar never writes, or not UTF-8
             total += member.size
             if total > max_bytes:
                 raise WorkspaceRejected(f"workspace larger than {max_bytes} bytes")

@@ -7,10 +7,12 @@ artifact it already has. Files over a limit stay in the result, marked `artifact
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import io
 import logging
-from collections.abc import Callable, Sequence
+import unicodedata
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from chat_shell.contracts import ArtifactEvent, Event
@@ -31,8 +33,14 @@ Emit = Callable[[Event], None]
 
 
 def artifact_name(path: str) -> str:
-    """The artifact's name: its path below the output folder, else below the workspace."""
-    return path.removeprefix(OUTPUT_PREFIX)
+    """The artifact's name: its path below the output folder, else below the workspace, with
+    control and format characters (a newline, a right-to-left override) made `_`: the name is
+    shown in the console and in headers, where they would forge or reorder what is read."""
+    name = path.removeprefix(OUTPUT_PREFIX)
+    return "".join("_" if unicodedata.category(c) in _HIDDEN else c for c in name)
+
+
+_HIDDEN = frozenset({"Cc", "Cf"})
 
 
 class ArtifactKeeper:
@@ -45,29 +53,26 @@ class ArtifactKeeper:
         self._workspace_sha: str | None = None
 
     async def prepare(self, workspace: Workspace, *, max_bytes: int) -> None:
-        """A new turn's workspace: the kept one (if any), then the user's files in `inputs/`."""
+        """A new turn's workspace: the kept one (if any), then the user's files in `inputs/`.
+
+        Hashing, unpacking and writing run in a worker thread: a workspace or an upload can be
+        many megabytes, and the event loop carries every other turn of the worker."""
         if self._files.keeps_workspace:
             archive = await self._files.load_workspace()
             if archive is not None:
-                self._workspace_sha = hashlib.sha256(archive).hexdigest()
-                try:
-                    workspace.replace_from_tar(io.BytesIO(archive), max_bytes=max_bytes)
-                except WorkspaceRejected as exc:  # e.g. the workspace limit was lowered
-                    log.warning("kept workspace not restored: %s", exc)
-        for name, data in (await self._files.inputs()).items():
-            path = f"{INPUTS_DIR}/{name}"
-            workspace.put(path, data)
-            self._inputs.add((path, hashlib.sha256(data).hexdigest()))
+                self._workspace_sha = await asyncio.to_thread(
+                    _restore, workspace, archive, max_bytes
+                )
+        inputs = await self._files.inputs()
+        placed = await asyncio.to_thread(_place_inputs, workspace, inputs)
+        self._inputs.update(placed)
 
     async def save_workspace(self, workspace: Workspace) -> bool:
         """Keep the workspace for the next turn (when the host keeps it and it changed);
         False when it could not be stored (the next turn gets the previous one)."""
         if not self._files.keeps_workspace:
             return True
-        buffer = io.BytesIO()
-        workspace.to_tar(buffer)
-        archive = buffer.getvalue()
-        digest = hashlib.sha256(archive).hexdigest()
+        archive, digest = await asyncio.to_thread(_packed, workspace)
         if digest != self._workspace_sha:
             try:
                 await self._files.save_workspace(archive)
@@ -102,12 +107,13 @@ class ArtifactKeeper:
         if output.size > limits.max_bytes:
             raise _Refused(f"larger than the {limits.max_bytes} byte artifact limit")
         try:
-            data = workspace.read(output.path, max_bytes=limits.max_bytes + 1)
+            data, digest = await asyncio.to_thread(
+                _read, workspace, output.path, limits.max_bytes + 1
+            )
         except OSError:
             raise _Refused("not a readable regular file") from None
         if len(data) > limits.max_bytes:
             raise _Refused(f"larger than the {limits.max_bytes} byte artifact limit")
-        digest = hashlib.sha256(data).hexdigest()
         key = (output.path, digest)
         if key in self._inputs:
             return None  # the user's own upload, unchanged: already theirs
@@ -144,3 +150,33 @@ class ArtifactKeeper:
 
 class _Refused(Exception):
     """An output file that is not kept; the text says why."""
+
+
+def _restore(workspace: Workspace, archive: bytes, max_bytes: int) -> str:
+    """Unpack the kept workspace; its archive's SHA-256 (to tell whether a turn changed it)."""
+    try:
+        workspace.replace_from_tar(io.BytesIO(archive), max_bytes=max_bytes)
+    except WorkspaceRejected as exc:  # e.g. the workspace limit was lowered
+        log.warning("kept workspace not restored: %s", exc)
+    return hashlib.sha256(archive).hexdigest()
+
+
+def _place_inputs(workspace: Workspace, inputs: Mapping[str, bytes]) -> set[tuple[str, str]]:
+    placed = set()
+    for name, data in inputs.items():
+        path = f"{INPUTS_DIR}/{name}"
+        workspace.put(path, data)
+        placed.add((path, hashlib.sha256(data).hexdigest()))
+    return placed
+
+
+def _packed(workspace: Workspace) -> tuple[bytes, str]:
+    buffer = io.BytesIO()
+    workspace.to_tar(buffer)
+    archive = buffer.getvalue()
+    return archive, hashlib.sha256(archive).hexdigest()
+
+
+def _read(workspace: Workspace, path: str, max_bytes: int) -> tuple[bytes, str]:
+    data = workspace.read(path, max_bytes=max_bytes)
+    return data, hashlib.sha256(data).hexdigest()

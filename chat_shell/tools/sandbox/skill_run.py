@@ -111,7 +111,8 @@ class SkillRunner:
             with tracer.start_as_current_span("sandbox.run"):
                 result = await sandbox.run(SandboxRun(command, workspace, skill_dir, limits))
             observer().sandbox_run(tuple(result.limits_hit))
-            outputs, more = collect_outputs(workspace, patterns)
+            # reads files (inline text) and walks the workspace: off the event loop
+            outputs, more = await asyncio.to_thread(collect_outputs, workspace, patterns)
             kept = True
             if self._keeper is None:
                 listed = [o.as_dict() for o in outputs]

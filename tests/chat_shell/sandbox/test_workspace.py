@@ -86,6 +86,21 @@ def test_links_devices_and_escaping_names_are_dropped(workspace: Workspace, tmp_
     assert secret.read_text(encoding="utf-8") == "secret"
 
 
+def test_a_name_that_is_not_utf8_is_dropped_whether_unpacked_or_found(
+    workspace: Workspace,
+) -> None:
+    # tarfile reads b"caf\xe9" as "caf\udce9": no JSON result or artifact name can encode it
+    workspace.replace_from_tar(
+        tar_of(
+            (entry("./caf\udce9"), b"x"), (entry("./dir\udcff/in"), b"x"), (entry("./ok"), b"ok")
+        ),
+        max_bytes=1000,
+    )
+    assert sorted(p.name for p in workspace.path.iterdir()) == ["ok"]
+    (workspace.path / b"put-by-hand-\xe9".decode("utf-8", "surrogateescape")).write_bytes(b"x")
+    assert [f.path for f in workspace.files()] == ["ok"]
+
+
 def test_a_workspace_over_its_size_is_rejected_and_the_old_state_kept(
     workspace: Workspace,
 ) -> None:

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import pytest
 from langchain_core.messages import ToolMessage
 
 from chat_shell.agent import run_turn
 from chat_shell.contracts import Event, TurnRequest
 from chat_shell.ports import InMemoryFrontendChannel, InMemoryPackageSource
-from chat_shell.sandbox import BubblewrapSandbox
+from chat_shell.sandbox import BubblewrapSandbox, Workspace
 from chat_shell.skills.registry import ProviderRegistry
 from chat_shell.tools.sandbox import SandboxAccess
 from chat_shell.tools.sandbox._files import ArtifactLimits, NewArtifact, SavedArtifact
@@ -203,3 +205,51 @@ async def test_a_workspace_that_cannot_be_kept_is_reported(sandbox: BubblewrapSa
     _, [result] = await turn(sandbox, files, "echo x > notes.txt")
 
     assert (result["exit_code"], result["workspace_kept"]) == (0, False)
+
+
+async def test_every_name_of_a_hard_link_is_kept_and_a_name_not_utf8_never_breaks_the_turn(
+    sandbox: BubblewrapSandbox,
+) -> None:
+    # tar stored a hard link's second name as a link, which the host drops; a name of
+    # bytes that are not UTF-8 came back as a lone surrogate, which no result could encode
+    files = MemoryFiles()
+    _, [result] = await turn(
+        sandbox,
+        files,
+        "echo same > $OUTPUT_DIR/a.txt && ln $OUTPUT_DIR/a.txt $OUTPUT_DIR/b.txt && "
+        "printf x > \"$OUTPUT_DIR/$(printf 'caf\\351')\" && "
+        "printf y > \"$OUTPUT_DIR/$(printf 'r\\342\\200\\256x')\"",
+    )
+    assert [o["path"] for o in result["output_files"]] == ["out/a.txt", "out/b.txt", "out/r\u202ex"]
+    # a format character (here a right-to-left override) never reaches an artifact's name
+    assert [(a.name, a.data) for a in files.saved] == [
+        ("a.txt", b"same\n"),
+        ("b.txt", b"same\n"),
+        ("r_x", b"y"),
+    ]
+
+
+async def test_unpacking_listing_reading_and_packing_a_workspace_run_off_the_event_loop(
+    sandbox: BubblewrapSandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # each is disk work up to the workspace's size: on the loop it stalled every other turn
+    methods = ("replace_from_tar", "files", "read", "to_tar", "put")
+    threads: dict[str, set[int]] = {m: set() for m in methods}
+
+    def recording(name: str) -> Any:
+        original = getattr(Workspace, name)
+
+        def method(self: Workspace, *args: Any, **kwargs: Any) -> Any:
+            threads[name].add(threading.get_ident())
+            return original(self, *args, **kwargs)
+
+        return method
+
+    for name in methods:
+        monkeypatch.setattr(Workspace, name, recording(name))
+    kept = MemoryFiles(keeps_workspace=True, uploads={"in.txt": b"up"})
+    await turn(sandbox, kept, "echo 1 > kept.txt")  # the first turn keeps a workspace
+    assert kept.workspace is not None
+    await turn(sandbox, kept, "echo 2 > $OUTPUT_DIR/a.txt")  # the next restores it
+    assert all(threads.values()), threads
+    assert all(threading.get_ident() not in used for used in threads.values()), threads
