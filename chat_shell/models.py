@@ -21,7 +21,7 @@ from pydantic import SecretStr
 
 from chat_shell.contracts import ModelSettings
 from chat_shell.errors import ChatShellError, ModelCallError
-from chat_shell.net import EgressForbidden, EgressPolicy, egress_client, find_cause
+from chat_shell.net import REFUSED_HOST, EgressForbidden, EgressPolicy, egress_client, find_cause
 from chat_shell.net.upstream import log_upstream_error
 from chat_shell.offline import OfflineChatModel
 
@@ -97,7 +97,7 @@ async def open_chat_model(
 
 
 def _endpoint_refused() -> EgressForbidden:
-    return EgressForbidden("the model endpoint's address is not allowed by the egress policy")
+    return EgressForbidden(f"the model endpoint: {REFUSED_HOST}")
 
 
 def model_failure(exc: BaseException, secrets: Iterable[str] = ()) -> ChatShellError:

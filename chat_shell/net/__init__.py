@@ -1,5 +1,6 @@
 """Outbound connections: the egress policy and the clients that obey it."""
 
+from chat_shell.net._redact import log_secrets, redact
 from chat_shell.net._transport import (
     EgressNetworkBackend,
     EgressTransport,
@@ -8,6 +9,7 @@ from chat_shell.net._transport import (
     egress_client,
 )
 from chat_shell.net.egress import (
+    REFUSED_HOST,
     EgressForbidden,
     EgressPolicy,
     default_refusal,
@@ -22,6 +24,7 @@ from chat_shell.net.upstream import (
 )
 
 __all__ = [
+    "REFUSED_HOST",
     "EgressForbidden",
     "EgressNetworkBackend",
     "EgressPolicy",
@@ -33,7 +36,9 @@ __all__ = [
     "error_body_logger",
     "find_cause",
     "literal_address",
+    "log_secrets",
     "log_upstream_error",
     "readable_url",
+    "redact",
     "truncated",
 ]

@@ -32,8 +32,13 @@ import httpx
 from pydantic import BaseModel, ConfigDict, PrivateAttr, field_validator
 
 from chat_shell.errors import ChatShellError
+from chat_shell.net._redact import redacted_for_log
 
 logger = logging.getLogger(__name__)
+
+# What a tenant is told when a host is refused on connect, whatever the reason (see
+# `EgressPolicy.resolve_and_check`).
+REFUSED_HOST = "the host does not resolve to an address the egress policy allows"
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -268,7 +273,9 @@ class EgressPolicy(BaseModel):
         """Every address `host` resolves to, once all are allowed; else `EgressForbidden`.
 
         Connect to these addresses (never to `host` again): a second resolution could answer
-        differently. Resolution failures raise `OSError` (`socket.gaierror`).
+        differently. A name that does not resolve is refused with the same message as one
+        resolving to a refused address: telling them apart would let a tenant learn which
+        internal names exist (split-horizon DNS answers them only inside).
         """
         address = literal_address(host)
         if address is not None:
@@ -281,7 +288,9 @@ class EgressPolicy(BaseModel):
                     normalize_host(host), port, type=socket.SOCK_STREAM
                 )
             except UnicodeError as exc:  # a label no resolver can encode: a failed lookup
-                raise socket.gaierror(socket.EAI_NONAME, f"invalid host name: {exc}") from None
+                raise self._refused(host, None, f"invalid host name: {exc}") from None
+            except OSError as exc:  # socket.gaierror: no such name, or no answer
+                raise self._refused(host, None, f"does not resolve: {exc}") from None
             addresses = list(dict.fromkeys(ipaddress.ip_address(info[4][0]) for info in infos))
         for resolved in addresses:
             reason = self.refusal(host, resolved)
@@ -292,6 +301,8 @@ class EgressPolicy(BaseModel):
     @staticmethod
     def _refused(host: str, address: IPAddress | None, reason: str) -> EgressForbidden:
         # The reason goes to the log only: telling a tenant which of their names resolve to
-        # internal addresses would map the internal network for them.
+        # internal addresses would map the internal network for them. The host may hold a
+        # secret the connection's config substituted (`log_secrets`).
+        host, reason = redacted_for_log(host), redacted_for_log(reason)
         logger.warning("egress refused: %s -> %s: %s", host, address, reason)
-        return EgressForbidden("the address is not allowed by the egress policy")
+        return EgressForbidden(REFUSED_HOST)

@@ -13,7 +13,16 @@ from typing import TypeVar
 
 import httpx
 
+from chat_shell.net._redact import redact
 from chat_shell.net._transport import content_encoding
+
+__all__ = [
+    "error_body_logger",
+    "find_cause",
+    "log_upstream_error",
+    "redact",
+    "truncated",
+]
 
 E = TypeVar("E", bound=BaseException)
 
@@ -43,13 +52,6 @@ def _chain(exc: BaseException) -> Iterator[BaseException]:
 def find_cause(exc: BaseException, kind: type[E]) -> E | None:
     """The first `kind` in `exc`'s groups and causes, or None."""
     return next((e for e in _chain(exc) if isinstance(e, kind)), None)
-
-
-def redact(text: str, secrets: Iterable[str]) -> str:
-    """Mask secret values (e.g. in a URL echoed by a connection error)."""
-    for secret in sorted((s for s in secrets if s), key=len, reverse=True):
-        text = text.replace(secret, "***")
-    return text
 
 
 def truncated(text: str, limit: int = LOGGED_BODY_CHARS) -> str:

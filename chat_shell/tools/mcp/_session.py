@@ -27,13 +27,15 @@ from mcp.shared.exceptions import McpError
 from mcp.types import CONNECTION_CLOSED, AudioContent, CallToolResult, TextContent
 
 from chat_shell.net import (
+    REFUSED_HOST,
     EgressForbidden,
     EgressPolicy,
     egress_client,
     error_body_logger,
     find_cause,
+    log_secrets,
+    redact,
 )
-from chat_shell.net.upstream import redact
 from chat_shell.observe import McpScope, observer, tracer
 from chat_shell.tools.mcp._config import McpServerConfig
 from chat_shell.tools.mcp._errors import (
@@ -94,8 +96,7 @@ def failure(
     local process: its error text is kept. Known secret values are masked throughout.
     """
     if find_cause(exc, EgressForbidden) is not None:
-        message = f"MCP server {name!r}: its address is not allowed by the egress policy"
-        return EGRESS_FORBIDDEN, message
+        return EGRESS_FORBIDDEN, f"MCP server {name!r}: {REFUSED_HOST}"
     if config.transport == "stdio":
         return CONNECT_FAILED, redact(describe(exc), secrets)
     status = find_cause(exc, httpx.HTTPStatusError)
@@ -202,6 +203,7 @@ class ServerSession:
         self._runner = asyncio.create_task(self._run(), name=f"mcp-session:{name}")
 
     async def _run(self) -> None:
+        log_secrets(self._secrets)  # this task's and its connections' egress log lines
         try:
             if self._egress is not None and self.config.url is not None:
                 self._egress.check_url(self.config.url)  # a literal address: refuse at once

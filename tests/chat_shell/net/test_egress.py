@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import logging
 import socket
 
 import pytest
 from pydantic import ValidationError
 
-from chat_shell.net import EgressForbidden, EgressPolicy, default_refusal, literal_address
+from chat_shell.net import (
+    REFUSED_HOST,
+    EgressForbidden,
+    EgressPolicy,
+    default_refusal,
+    literal_address,
+    log_secrets,
+)
 
 REFUSED = [
     "127.0.0.1",
@@ -133,9 +141,40 @@ def test_a_url_the_client_or_a_resolver_cannot_read_is_refused(url: str) -> None
 
 
 @pytest.mark.parametrize("host", ["a" * 64 + ".example.com", "a..example.com"])
-async def test_a_host_no_resolver_can_encode_is_a_failed_lookup(host: str) -> None:
-    with pytest.raises(socket.gaierror):
+async def test_a_host_no_resolver_can_encode_is_refused_as_a_failed_lookup(host: str) -> None:
+    with pytest.raises(EgressForbidden, match=REFUSED_HOST):
         await EgressPolicy().resolve_and_check(host, 443)
+
+
+async def test_a_name_that_does_not_resolve_reads_as_one_resolving_inside(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # a different answer for each told a tenant which internal names exist
+    async def getaddrinfo(host: str, port: int, **_: object) -> list[tuple[object, ...]]:
+        if host == "db.corp.internal":
+            return [(0, 1, 6, "", ("10.1.2.3", port))]
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+    monkeypatch.setattr(asyncio.get_running_loop(), "getaddrinfo", getaddrinfo)
+    refusals = []
+    for host in ("db.corp.internal", "nothing.corp.internal"):
+        with pytest.raises(EgressForbidden) as refused:
+            await EgressPolicy().resolve_and_check(host, 443)
+        refusals.append((refused.value.code, refused.value.message, refused.value.details))
+    assert refusals[0] == refusals[1]
+
+
+async def test_a_secret_in_a_refused_host_is_masked_in_the_log(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def connect() -> None:
+        log_secrets({"s3cr3t"})
+        await EgressPolicy().resolve_and_check("s3cr3t.localhost", 443)
+
+    with caplog.at_level(logging.WARNING), pytest.raises(EgressForbidden):
+        await asyncio.create_task(connect())
+    assert "egress refused" in caplog.text and "s3cr3t" not in caplog.text
+    assert "***.localhost" in caplog.text
 
 
 def test_a_host_name_passes_the_write_check_and_reports_its_port() -> None:
