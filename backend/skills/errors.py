@@ -50,6 +50,7 @@ class ErrorCode(StrEnum):
     MISSING_FIELD = "missing_field"
     INVALID_FIELD = "invalid_field"
     INVALID_NAME = "invalid_name"
+    MCP_PLACEHOLDER_INVALID = "mcp_placeholder_invalid"
     # lint (backend/skills/lint.py)
     STRICT_WARNINGS = "strict_warnings"
 

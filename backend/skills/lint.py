@@ -13,6 +13,7 @@ from enum import StrEnum
 
 from backend.crd.skill import SkillSpec, SkillWarning
 from backend.skills.errors import ErrorCode, PackageError
+from chat_shell import McpConfigError, McpPlaceholderError, parse_mcp_server, validate_placeholders
 
 MAX_DESCRIPTION_CHARS = 1024
 MAX_COMPATIBILITY_CHARS = 500
@@ -27,6 +28,7 @@ class WarningCode(StrEnum):
     COMPATIBILITY_TOO_LONG = "compatibility_too_long"
     CODE_NOT_ALLOWED = "code_not_allowed"
     OUTSIDE_ROOT = "outside_root"
+    UNKNOWN_PLACEHOLDER = "unknown_placeholder"
 
 
 def warning(code: WarningCode, message: str) -> SkillWarning:
@@ -64,6 +66,37 @@ def lint_spec(spec: SkillSpec, *, code_files: Sequence[str], public: bool) -> li
                 f"{' and '.join(what)}: stored but never run, only public skills may run code",
             )
         )
+    return found
+
+
+def mcp_placeholder_warnings(spec: SkillSpec, *, public: bool, entry: str) -> list[SkillWarning]:
+    """A placeholder no turn fills (`${{backend_url}}`, from another platform) is a warning:
+    its server will never connect, but the skill's instructions still serve. A malformed one
+    refuses the package, as it refuses a Ghost."""
+    found = []
+    for name, server in sorted(spec.mcp_servers.items()):
+        raw = server.model_dump(by_alias=True, exclude_none=True)
+        try:
+            validate_placeholders(parse_mcp_server(raw, trusted=public))
+        except McpConfigError:
+            continue  # a config the engine cannot start: reported when a turn uses it
+        except McpPlaceholderError as exc:
+            placeholder = exc.details.get("placeholder")
+            if placeholder is None:  # malformed
+                raise PackageError(
+                    ErrorCode.MCP_PLACEHOLDER_INVALID,
+                    f"MCP server {name!r}: {exc.message}",
+                    entry=entry,
+                    server=name,
+                    **exc.details,
+                ) from None
+            found.append(
+                warning(
+                    WarningCode.UNKNOWN_PLACEHOLDER,
+                    f"MCP server {name!r}: {exc.message}; no turn has a value for it, so the "
+                    "server will not connect",
+                )
+            )
     return found
 
 

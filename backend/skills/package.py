@@ -19,7 +19,13 @@ from backend.skills.errors import ErrorCode, PackageError, translated
 from backend.skills.fields import build_spec, resolve_name
 from backend.skills.frontmatter import parse_skill_md
 from backend.skills.limits import DEFAULT_LIMITS, ArchiveLimits
-from backend.skills.lint import WarningCode, enforce_strict, lint_spec, warning
+from backend.skills.lint import (
+    WarningCode,
+    enforce_strict,
+    lint_spec,
+    mcp_placeholder_warnings,
+    warning,
+)
 from chat_shell import SKILL_MD_NAMES, PackageFile, open_package
 from chat_shell import check_archive_size as _check_archive_size
 
@@ -104,6 +110,7 @@ def read_package(
     spec = build_spec(md, [SkillFile(path=f.path, size=f.size) for f in files], entry=md_entry.name)
     code_files = [f.path for f in files if f.path.endswith(CODE_SUFFIXES)]
     warnings += lint_spec(spec, code_files=code_files, public=public)
+    warnings += mcp_placeholder_warnings(spec, public=public, entry=md_entry.name)
     if layout.outside:
         warnings.append(
             warning(

@@ -95,6 +95,25 @@ mcpServers:
     }
 
 
+def test_a_placeholder_no_turn_fills_is_a_warning_and_a_malformed_one_refuses() -> None:
+    # ${{backend_url}} is another platform's: its server never connects here, which the
+    # upload said nothing of
+    servers = "mcpServers: {remote: {url: '${{backend_url}}/mcp/sse'}, mine: {url: '%s'}}"
+    package = read(f"name: demo\n{DESCRIPTION}\n" + servers % "https://x.example/${{user.id}}")
+    assert codes(package) == ["unknown_placeholder"]
+    assert "'remote'" in package.warnings[0].message
+    assert "${{backend_url}}" in package.warnings[0].message
+    with pytest.raises(PackageError) as strict:
+        read(f"name: demo\n{DESCRIPTION}\n" + servers % "https://x.example/", strict=True)
+    assert strict.value.code == "strict_warnings"
+    err = refused(f"name: demo\n{DESCRIPTION}\n" + servers % "https://x.example/${{user.id")
+    assert (err.code, err.details["server"], err.details["field"]) == (
+        "mcp_placeholder_invalid",
+        "mine",
+        "url",
+    )
+
+
 def test_unknown_keys_are_kept_in_extra_with_one_warning_each() -> None:
     package = read(
         f"name: demo\n{DESCRIPTION}\nargument-hint: '[file]'\nuser-invocable: true\nprompt: x"

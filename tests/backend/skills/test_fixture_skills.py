@@ -23,7 +23,7 @@ EXPECTED_WARNINGS: dict[str, list[str]] = {
     "prompt-polisher": ["unknown_field", "unknown_field"],  # argument-hint, model
     "starter": ["name_mismatch"],  # name: starter-kit
     "meeting_minutes": ["name_normalized", "name_mismatch"],  # snake_case name, fixed
-    "release_radar": ["name_derived"],  # Wegent fields, MCP server with placeholders
+    "release_radar": ["name_derived", "unknown_placeholder"],  # Wegent fields and placeholders
     "chart-painter": ["name_derived", "unknown_field", "code_not_allowed"],  # Wegent provider
 }
 # Standard-format fixtures: our verdict equals skills-ref's. Not shift-handover (skills-ref
