@@ -30,16 +30,28 @@ class RemoteSource:
     path: str | None = None
 
 
-class RemoteFetcher(Protocol):
-    """Fetches a remote plugin's files (the URL/git importer provides one)."""
+@dataclass(frozen=True)
+class Allowance:
+    """What is left of an import's shared budget for one more remote fetch."""
 
-    async def fetch(self, source: RemoteSource) -> dict[str, TreeFile]: ...
+    unpacked_bytes: int
+    seconds: float
+
+
+class RemoteFetcher(Protocol):
+    """Fetches a remote plugin's files (the URL/git importer provides one), within `allowance`
+    when given (its limits narrowed to it) and its own limits always."""
+
+    async def fetch(
+        self, source: RemoteSource, allowance: Allowance | None = None
+    ) -> dict[str, TreeFile]: ...
 
 
 class SharedBudget:
     """The remote sources of one import share one time and one bytes budget (the limits of one
     import from a URL), so a marketplace listing many remote sources costs no more than that:
-    once either is spent, the sources left are refused with the fetch's own codes."""
+    each fetch may use only what is left (`Allowance`), and once either is spent, the sources
+    left are refused with the fetch's own codes."""
 
     def __init__(self, fetcher: RemoteFetcher, *, seconds: float, max_bytes: int) -> None:
         self._fetcher = fetcher
@@ -48,17 +60,20 @@ class SharedBudget:
         self._left = max_bytes
         self._deadline = time.monotonic() + seconds
 
-    async def fetch(self, source: RemoteSource) -> dict[str, TreeFile]:
-        if time.monotonic() >= self._deadline:
+    async def fetch(
+        self, source: RemoteSource, allowance: Allowance | None = None
+    ) -> dict[str, TreeFile]:
+        seconds_left = self._deadline - time.monotonic()
+        if seconds_left <= 0:
             raise FetchTimeout(
                 f"the remote sources of this import took longer than {self._seconds} s",
                 details={"limit": self._seconds},
             )
         if self._left <= 0:
             raise too_large("download_too_large", "the remote sources together", self._max_bytes)
-        files = await self._fetcher.fetch(source)
+        files = await self._fetcher.fetch(source, Allowance(self._left, seconds_left))
         self._left -= sum(len(f.data) for f in files.values())
-        if self._left < 0:
+        if self._left < 0:  # a fetcher that ignored its allowance
             raise too_large("download_too_large", "the remote sources together", self._max_bytes)
         return files
 

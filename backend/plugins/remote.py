@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -21,7 +21,7 @@ from backend.config import Settings
 from backend.errors import Conflict
 from backend.kinds.store import Scope
 from backend.plugins import service
-from backend.plugins.marketplace import RemoteFetcher, RemoteSource
+from backend.plugins.marketplace import Allowance, RemoteFetcher, RemoteSource
 from backend.plugins.tree import TreeFile, rooted
 from backend.skills.errors import translated
 from backend.skills.importing.errors import refused
@@ -46,16 +46,21 @@ class SourceFetcher:
 
     settings: Callable[[], Settings]
 
-    async def fetch(self, source: RemoteSource) -> dict[str, TreeFile]:
+    async def fetch(
+        self, source: RemoteSource, allowance: Allowance | None = None
+    ) -> dict[str, TreeFile]:
         if source.url is None:
             raise refused("invalid_plugin_source", "the remote source names no URL")
         settings = self.settings()
+        limits = FetchLimits.from_settings(settings)
+        if allowance is not None:  # what the import's earlier sources left
+            limits = replace(
+                limits,
+                unpacked_bytes=min(limits.unpacked_bytes, allowance.unpacked_bytes),
+                timeout_seconds=min(limits.timeout_seconds, allowance.seconds),
+            )
         fetched = await fetch_source(
-            source.url,
-            source.commit or source.ref,
-            source.path,
-            settings.egress,
-            FetchLimits.from_settings(settings),
+            source.url, source.commit or source.ref, source.path, settings.egress, limits
         )
         return plugin_files(fetched)
 
