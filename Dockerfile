@@ -26,8 +26,9 @@ COPY console/src src
 
 # Runtime stage: the virtualenv, migrations and built-in skills; runs as a non-root user.
 FROM python:3.11-slim AS runtime
-# bubblewrap: the sandbox for skill scripts (docker-compose.sandbox.yml says what it needs).
-RUN apt-get update && apt-get install -y --no-install-recommends bubblewrap \
+# bubblewrap: the sandbox for skill scripts (docker-compose.sandbox.yml says what it needs);
+# libseccomp2: its syscall filter (chat_shell/sandbox/_seccomp.py).
+RUN apt-get update && apt-get install -y --no-install-recommends bubblewrap libseccomp2 \
     && rm -rf /var/lib/apt/lists/*
 RUN useradd --create-home --uid 10001 skillhive
 COPY --from=build /opt/venv /opt/venv

@@ -40,6 +40,7 @@ from chat_shell.sandbox._port import (
     SandboxRun,
     SandboxUnavailable,
 )
+from chat_shell.sandbox._seccomp import SeccompUnavailable, filter_program, program_fd
 from chat_shell.sandbox._skill_dirs import DEFAULT_CACHE_BYTES, SkillDirs
 from chat_shell.sandbox._streams import copy_capped, pipe_reader, read_capped
 from chat_shell.sandbox.workspace import MAX_WORKSPACE_ENTRIES, Workspace, WorkspaceRejected
@@ -149,6 +150,10 @@ class BubblewrapSandbox:
         if self._bwrap is None:
             return SandboxAvailability(False, ENGINE, reason=f"bwrap not found; {INSTALL_HINT}")
         try:
+            filter_program()
+        except SeccompUnavailable as exc:  # never a run without its syscall filter
+            return SandboxAvailability(False, ENGINE, reason=str(exc))
+        try:
             version = (await _output(self._bwrap, "--version")).strip().rpartition(" ")[2]
             if "--disable-userns" in await _output(self._bwrap, "--help"):
                 self._extra_flags = ["--disable-userns"]  # bwrap >= 0.8: no nested namespaces
@@ -175,7 +180,12 @@ class BubblewrapSandbox:
     async def _execute(self, request: SandboxRun) -> SandboxResult:
         limits = request.limits or self.limits
         launch, options = self._launch()
-        read_fd, write_fd = os.pipe()
+        seccomp_fd = program_fd()  # bwrap reads it, loads it, and closes it before the run
+        try:
+            read_fd, write_fd = os.pipe()
+        except BaseException:
+            os.close(seccomp_fd)
+            raise
         started = time.monotonic()
         try:
             process = await asyncio.create_subprocess_exec(
@@ -185,13 +195,14 @@ class BubblewrapSandbox:
                     limits,
                     etc_dir=self.state_dir / "etc",
                     shell=self._shell,
-                    extra_flags=self._extra_flags,
+                    extra_flags=[*self._extra_flags, "--seccomp", str(seccomp_fd)],
                 ),
                 stdin=write_fd,  # the status pipe; see _wrapper.py
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
                 start_new_session=True,  # one process group to kill
                 env={"PATH": "/usr/bin:/bin"},
+                pass_fds=(seccomp_fd,),
                 **options,
             )
         except BaseException:
@@ -199,6 +210,7 @@ class BubblewrapSandbox:
             raise
         finally:
             os.close(write_fd)
+            os.close(seccomp_fd)
         status_reader, status_transport = await pipe_reader(read_fd)
         archive = request.workspace.scratch_dir / f"run-{os.urandom(8).hex()}.tar"
         try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import secrets
 import shutil
@@ -323,3 +324,41 @@ async def test_links_a_script_leaves_in_the_workspace_never_reach_the_host(
     assert [f.path for f in workspace.files()] == ["out/real"]
     with pytest.raises(FileNotFoundError):
         workspace.read("out/leak", max_bytes=1000)
+
+
+# x86_64 numbers (the suite's machines): a call is refused by the filter, not by a missing
+# privilege, when it answers EPERM although the process could make it outside the filter
+_SYSCALLS = {
+    "keyctl": 250, "bpf": 321, "unshare": 272, "io_uring_setup": 425, "ptrace": 101,
+    "mount": 165, "perf_event_open": 298, "userfaultfd": 323, "clone3": 435, "getpid": 39,
+}  # fmt: skip
+_PROBE = """
+import ctypes, json, os
+libc = ctypes.CDLL(None, use_errno=True)
+out = {}
+for name, number in %s.items():
+    ctypes.set_errno(0)
+    result = libc.syscall(number, 0, 0, 0, 0, 0)
+    out[name] = "ok" if result >= 0 else os.strerror(ctypes.get_errno())
+out["fds"] = sorted(os.listdir("/proc/self/fd"))
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="syscall numbers of x86_64")
+async def test_kernel_attack_surface_calls_are_refused_by_the_syscall_filter(
+    sandbox: BubblewrapSandbox, workspace: Workspace
+) -> None:
+    # keyrings, BPF, io_uring, userfaultfd, ptrace, mounts and new namespaces reach parts
+    # of the kernel a skill script never needs; bwrap alone filtered none of them
+    script = workspace.path / "probe.py"
+    script.write_text(_PROBE % _SYSCALLS, encoding="utf-8")
+    result = await run(sandbox, workspace, "python3 probe.py && echo forked | cat")
+    assert result.exit_code == 0, result.stderr
+    found = json.loads(result.stdout.splitlines()[0])
+    refused = {k: v for k, v in found.items() if k in _SYSCALLS and k not in ("getpid", "clone3")}
+    assert set(refused.values()) == {"Operation not permitted"}, found
+    assert found["clone3"] == "Function not implemented"  # so libc falls back to clone
+    assert found["getpid"] == "ok"
+    assert result.stdout.splitlines()[1] == "forked"  # processes and pipes still work
+    assert found["fds"] == ["0", "1", "2", "3"]  # 3: the listing itself; no filter fd left
