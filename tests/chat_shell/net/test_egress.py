@@ -15,6 +15,7 @@ from chat_shell.net import (
     EgressForbidden,
     EgressPolicy,
     default_refusal,
+    egress_client,
     literal_address,
     log_secrets,
 )
@@ -167,14 +168,19 @@ async def test_a_name_that_does_not_resolve_reads_as_one_resolving_inside(
 async def test_a_secret_in_a_refused_host_is_masked_in_the_log(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    async def connect() -> None:
-        log_secrets({"s3cr3t"})
-        await EgressPolicy().resolve_and_check("s3cr3t.localhost", 443)
+    # the client hands the policy the host lower-cased and IDNA-encoded, not as substituted
+    async def connect(host: str) -> None:
+        log_secrets({"S3cr3T", "tök"})
+        async with egress_client(EgressPolicy()) as client:
+            await client.get(f"http://{host}/")
 
-    with caplog.at_level(logging.WARNING), pytest.raises(EgressForbidden):
-        await asyncio.create_task(connect())
-    assert "egress refused" in caplog.text and "s3cr3t" not in caplog.text
-    assert "***.localhost" in caplog.text
+    for host in ("S3cr3T.localhost", "tök.localhost"):
+        with caplog.at_level(logging.WARNING), pytest.raises(EgressForbidden):
+            await asyncio.create_task(connect(host))
+    lines = [r.getMessage() for r in caplog.records if "egress refused" in r.getMessage()]
+    assert len(lines) == 2
+    assert all(line.startswith("egress refused: ***.localhost") for line in lines), lines
+    assert "s3cr3t" not in caplog.text.lower() and "xn--tk-fka" not in caplog.text
 
 
 def test_a_host_name_passes_the_write_check_and_reports_its_port() -> None:
