@@ -347,7 +347,7 @@ def _entries(
     a count of files alone never stops. A folder whose path is unsafe is one problem and is
     not entered (everything below it would be unsafe too), which also bounds the depth by
     the longest allowed path. A name that is not UTF-8 is unsafe: decoded with replacement,
-    two names could become one.
+    two names could become one; so could an entry whose name holds a `/`.
     """
     cap = 2 * limits.files
     seen = 0
@@ -365,6 +365,12 @@ def _entries(
             if seen % 256 == 0:
                 check_deadline()
             if entry.mode == _GITLINK:
+                continue
+            if entry.path in (b"", b".", b"..") or b"/" in entry.path:
+                # one entry is one path segment: `a/b` beside a folder `a` holding `b` would
+                # be two files of one name (git itself refuses such trees)
+                name = prefix + entry.path.decode("utf-8", "backslashreplace")
+                problems[name or prefix] = _unsafe(name, "a tree entry name is one path segment")
                 continue
             try:
                 name = prefix + entry.path.decode("utf-8")

@@ -15,8 +15,7 @@ deadline bounds every resolve, connect, read and write of it.
 Bodies are asked for and read as sent (`Accept-Encoding: identity`, `iter_raw`): httpx's
 decoders inflate a whole chunk at once, through stacked encodings, before any budget could be
 checked (a 373-byte answer became a 128 MiB chunk). An archive's own compression is inflated
-later by the package reader, which bounds it; a `Content-Encoding` the fetch did not ask for
-is refused.
+later by the package reader, which bounds it (`_KEPT_ENCODINGS`).
 """
 
 from __future__ import annotations
@@ -40,6 +39,11 @@ from backend.skills.importing.limits import FetchLimits
 from chat_shell import EgressForbidden, EgressPolicy, content_encoding, readable_url
 
 MAX_REDIRECTS = 5
+# Read as sent, a gzip answer is a gzip stream: what a `.tar.gz` is, and servers that label
+# one `Content-Encoding: gzip` (Apache's AddEncoding, S3 metadata) ignore `identity`. The
+# archive reader inflates it within its own caps. Any other coding would reach a reader that
+# cannot read it: refused with its name (an error answer's body is not judged).
+_KEPT_ENCODINGS = frozenset({"", "gzip", "x-gzip"})
 _REDIRECTS = {301, 302, 303, 307, 308}
 
 
@@ -176,7 +180,7 @@ class Downloader:
         """The body's chunks as they arrive, each charged to the fetch's byte budget."""
         cap = self.limits.download_bytes
         encoding = content_encoding(response.headers)
-        if encoding:
+        if encoding not in _KEPT_ENCODINGS and response.is_success:
             raise FetchFailed(
                 "the source answered with a Content-Encoding it was not asked for",
                 details={"reason": "content_encoding", "encoding": encoding[:40]},

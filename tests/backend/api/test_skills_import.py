@@ -416,6 +416,28 @@ async def test_a_file_name_that_is_not_utf8_refuses_its_skill_and_never_merges_w
     assert "not UTF-8" in response.json()["items"][1]["message"]
 
 
+async def test_a_tree_entry_whose_name_holds_a_slash_refuses_its_skill(
+    client: httpx.AsyncClient, alice: Account, server: SourceServer, tmp_path: Path
+) -> None:
+    # an entry "scripts/run.sh" beside the folder "scripts" holding run.sh: two files of one
+    # path, the last read silently winning
+    repo = git_repo(tmp_path / "repo", skill_files("alpha", "beta"))
+    root = repo.object_store[repo.object_store[repo.head()].tree]
+    folder = repo.object_store[root[b"skills"][1]]
+    beta = repo.object_store[folder[b"beta"][1]]
+    assert isinstance(beta, Tree) and isinstance(folder, Tree)
+    beta.add(b"scripts/run.sh", 0o100644, add_blob(repo, b"rm -rf ~\n"))
+    repo.object_store.add_object(beta)
+    folder.add(b"beta", stat.S_IFDIR, beta.id)
+    repo.object_store.add_object(folder)
+    add_entries(repo, {b"skills": (stat.S_IFDIR, folder.id)}, "slash")
+    server.repos["skills"] = tmp_path / "repo"
+    response = await do_import(client, alice, server.url("/git/skills.git"))
+    assert results(response) == {"alpha": "created", "beta": "refused"}
+    assert response.json()["items"][1]["code"] == "unsafe_path"
+    assert "one path segment" in response.json()["items"][1]["message"]
+
+
 @pytest.mark.parametrize("served", ["/git", "/dumb"])
 async def test_a_path_naming_a_submodule_is_path_not_found(
     client: httpx.AsyncClient, alice: Account, server: SourceServer, tmp_path: Path, served: str
@@ -518,22 +540,30 @@ async def test_limits_refuse_a_large_download_a_slow_source_and_a_failing_one(
     assert_error(await do_import(client, alice, server.url("/gone.zip")), 502, "fetch_failed")
 
 
-async def test_an_answer_encoded_unasked_is_refused_before_it_is_inflated(
+async def test_an_encoded_answer_is_read_as_sent_never_inflated_by_the_client(
     client: httpx.AsyncClient, alice: Account, server: SourceServer
 ) -> None:
-    # 256 MiB of zeros gzipped twice is a few hundred bytes: httpx inflated it in one chunk
-    bomb = gzip.compress(gzip.compress(bytes(256 * 1024 * 1024), 9), 9)
-    server.files["/bomb.zip"] = bomb
+    # 64 MiB of zeros gzipped twice is a few hundred bytes: httpx inflated both layers in
+    # one chunk, before the download budget was checked. Read as sent, it is a gzip stream the
+    # archive reader inflates within its caps.
+    server.files["/bomb.zip"] = gzip.compress(gzip.compress(bytes(64 * 1024 * 1024 + 1), 9), 9)
     server.headers["/bomb.zip"] = {"Content-Encoding": "gzip, gzip"}
     response = await do_import(client, alice, server.url("/bomb.zip"))
-    assert_error(response, 502, "fetch_failed")
-    assert response.json()["error"]["details"]["reason"] == "content_encoding"
+    assert_error(response, 502, "fetch_failed")  # a coding no reader here reads: named
+    assert response.json()["error"]["details"]["encoding"] == "gzip, gzip"
     assert server.request_headers[-1]["HTTP_ACCEPT_ENCODING"] == "identity"
-    assert (await client.get(SKILLS, headers=alice.headers)).json()["items"] == []
-    # A gzip archive sent as is (no Content-Encoding) is the archive itself, and imports.
+    server.headers["/bomb.zip"] = {"Content-Encoding": "gzip"}  # one layer: the archive's
+    response = await do_import(client, alice, server.url("/bomb.zip"))
+    assert response.status_code == 422, response.text  # a gzip stream holding no tar
+    # A .tar.gz labelled `Content-Encoding: gzip` is the archive itself, and imports.
     server.files["/skills.tar.gz"] = tar_gz({"alpha/SKILL.md": zips.skill_md("alpha").encode()})
-    response = await do_import(client, alice, server.url("/skills.tar.gz"))
-    assert response.status_code == 200, response.text
+    server.headers["/skills.tar.gz"] = {"Content-Encoding": "x-gzip"}
+    assert results(await do_import(client, alice, server.url("/skills.tar.gz"))) == {
+        "alpha": "created"
+    }
+    assert (await client.get(SKILLS, headers=alice.headers)).json()["items"][0]["metadata"][
+        "name"
+    ] == "alpha"
 
 
 async def test_a_git_pack_over_the_download_limit_is_refused_as_it_streams(
