@@ -26,6 +26,11 @@ _MAX_VARINT = 10  # bytes of a size or offset varint: 70 bits, past any real pac
 # entries: about 600 bytes measured), charged with each entry: a pack of empty objects
 # declares nothing, yet 64 MiB of them, ~10 bytes each, would hold gigabytes.
 ENTRY_COST = 1024
+# A tree is parsed into one Python entry per row as it is stored (about 250 bytes for a row of
+# about 35): charged this many times its size, so a compact pack of huge trees cannot hold
+# several times the budget (6.7x measured).
+TREE_COST = 8
+TREE_TYPE = 2
 
 
 class Charge(Protocol):
@@ -85,7 +90,8 @@ class _PackStream:
             raise FileFormatException("an entry's size runs on")
         if type_num not in _TYPES:
             raise FileFormatException(f"unknown pack entry type {type_num}")
-        self._budget.charge(ENTRY_COST + size)  # before zlib makes a byte of it
+        weight = TREE_COST if type_num == TREE_TYPE else 1
+        self._budget.charge(ENTRY_COST + weight * size)  # before zlib makes a byte of it
         base: int | bytes | None = None
         if type_num == OFS_DELTA:
             base = offset - self._back_offset()

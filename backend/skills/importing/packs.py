@@ -24,7 +24,13 @@ from dulwich.pack import DELTA_TYPES, OFS_DELTA, UnresolvedDeltas, apply_delta
 from isal import isal_zlib
 
 from backend.skills.errors import ErrorCode, PackageError
-from backend.skills.importing.pack_stream import ENTRY_COST, Entry, read_pack
+from backend.skills.importing.pack_stream import (
+    ENTRY_COST,
+    TREE_COST,
+    TREE_TYPE,
+    Entry,
+    read_pack,
+)
 from backend.skills.importing.pipe import BytePipe, PipeClosed
 
 # What a corrupt or truncated pack raises while it is read: a failed fetch, never a 500.
@@ -218,7 +224,8 @@ class _Deltas:
         if base is None:
             self._waiting[entry.base].append(entry)
             return None
-        self._budget.charge(delta_target_size(entry.chunks))
+        weight = TREE_COST if base[0] == TREE_TYPE else 1  # the result has its base's type
+        self._budget.charge(weight * delta_target_size(entry.chunks))
         type_num, chunks = base[0], apply_delta(base[1], entry.chunks)
         # As dulwich's own resolver: only a blob may be empty (a too-short delta must not
         # make an empty commit or tree).
@@ -239,8 +246,12 @@ def inflate_counted(compressed: bytes, budget: Budget) -> None:
     budget.charge(ENTRY_COST)  # one object: its cost beside its bytes, as in a pack
     inflater = zlib.decompressobj()
     pending = compressed
+    weight = 0  # known from the object's header, in its first inflated bytes
     while pending and not inflater.eof:
-        budget.charge(len(inflater.decompress(pending, 1 << 20)))
+        made = inflater.decompress(pending, 1 << 20)
+        if not weight and made:
+            weight = TREE_COST if made.startswith(b"tree ") else 1
+        budget.charge(weight * len(made))
         pending = inflater.unconsumed_tail
 
 

@@ -11,7 +11,7 @@ from io import BytesIO
 import pytest
 from dulwich.errors import ChecksumMismatch, FileFormatException
 from dulwich.object_format import DEFAULT_OBJECT_FORMAT
-from dulwich.objects import Blob
+from dulwich.objects import Blob, Tree
 from dulwich.pack import (
     OFS_DELTA,
     REF_DELTA,
@@ -22,7 +22,7 @@ from dulwich.pack import (
 )
 
 from backend.skills.errors import ErrorCode, PackageError
-from backend.skills.importing.pack_stream import ENTRY_COST
+from backend.skills.importing.pack_stream import ENTRY_COST, TREE_COST
 from backend.skills.importing.packs import BROKEN_PACK, PIPE_BATCH, FetchStore
 
 # An entry is written at an offset; it gets the offsets written so far (by index).
@@ -163,6 +163,19 @@ def test_each_object_costs_its_holding_so_a_pack_of_empty_objects_is_bounded() -
         stored(pack, budget=declared + 1000 * ENTRY_COST)
     assert refused.value.code == ErrorCode.UNCOMPRESSED_TOO_LARGE
     assert len(stored(pack, budget=declared + 5000 * ENTRY_COST)) == 5000
+
+
+def test_a_tree_costs_what_its_parsed_rows_hold_not_its_bytes() -> None:
+    # a tree is parsed into a Python entry per row: 10 MiB of rows held 67 MiB
+    tree = Tree()
+    for i in range(2000):
+        tree.add(b"file-%05d" % i, 0o100644, Blob.from_string(b"%d" % i).id)
+    raw = len(tree.as_raw_string())
+    pack = build_pack([lambda _here, _offsets: (Tree.type_num, [tree.as_raw_string()])])
+    with pytest.raises(PackageError) as refused:
+        stored(pack, budget=ENTRY_COST + 4 * raw)
+    assert refused.value.code == ErrorCode.UNCOMPRESSED_TOO_LARGE
+    assert len(stored(pack, budget=ENTRY_COST + TREE_COST * raw)) == 1
 
 
 def test_a_pack_of_zeros_that_declares_gigabytes_is_refused_unread() -> None:
