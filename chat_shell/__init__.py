@@ -57,6 +57,7 @@ _EXPORTS = {
         "is_ignored",
         "open_package",
         "path_problem",
+        "shown_name",
     ],
     "chat_shell.packages._archive": ["open_archive"],
     "chat_shell.ports": ["PackageSource", "SkillDirectory"],
@@ -160,6 +161,7 @@ __all__ = [
     "readable_url",
     "run_turn",
     "safe_relative_path",
+    "shown_name",
     "set_observer",
     "tool_allowed",
     "validate_placeholders",
@@ -212,6 +214,7 @@ if TYPE_CHECKING:
         is_ignored,
         open_package,
         path_problem,
+        shown_name,
     )
     from chat_shell.packages._archive import open_archive
     from chat_shell.ports import PackageSource, SkillDirectory

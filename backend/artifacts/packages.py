@@ -17,7 +17,7 @@ import zlib
 from backend.skills.errors import ErrorCode, PackageError
 from backend.skills.limits import ArchiveLimits
 from backend.skills.tars import TarTooLarge, inflated_tar
-from chat_shell import safe_relative_path
+from chat_shell import safe_relative_path, shown_name
 
 ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")
 
@@ -66,19 +66,16 @@ def _tar_to_zip(data: bytes, limits: ArchiveLimits) -> bytes:
                 )
             if member.isdir():
                 continue
+            entry = shown_name(member.name)  # what the refusals name: always encodable
             if member.issym() or member.islnk():
-                raise PackageError(
-                    ErrorCode.SYMLINK_ENTRY, "links are not allowed", entry=member.name
-                )
+                raise PackageError(ErrorCode.SYMLINK_ENTRY, "links are not allowed", entry=entry)
             if not member.isreg():
-                raise PackageError(
-                    ErrorCode.NON_REGULAR_ENTRY, "only regular files", entry=member.name
-                )
+                raise PackageError(ErrorCode.NON_REGULAR_ENTRY, "only regular files", entry=entry)
             name = safe_relative_path(member.name)
             if name is None:
-                raise PackageError(ErrorCode.UNSAFE_PATH, "unsafe path", entry=member.name)
+                raise PackageError(ErrorCode.UNSAFE_PATH, "unsafe path", entry=entry)
             if str(name) in seen:
-                raise PackageError(ErrorCode.DUPLICATE_ENTRY, "duplicate entry", entry=member.name)
+                raise PackageError(ErrorCode.DUPLICATE_ENTRY, "duplicate entry", entry=entry)
             seen.add(str(name))
             total += member.size
             if total > limits.max_uncompressed_bytes:
@@ -89,6 +86,6 @@ def _tar_to_zip(data: bytes, limits: ArchiveLimits) -> bytes:
                 )
             handle = tar.extractfile(member)
             if handle is None:
-                raise PackageError(ErrorCode.CORRUPT_ENTRY, "unreadable", entry=member.name)
+                raise PackageError(ErrorCode.CORRUPT_ENTRY, "unreadable", entry=entry)
             archive.writestr(str(name), handle.read(member.size))
     return out.getvalue()

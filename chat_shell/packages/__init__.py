@@ -4,7 +4,7 @@ backend reads uploads and serves files through this package; the engine imports 
 reads skill files through it too, so both always agree on which files make up a package.
 """
 
-from chat_shell.packages._archive import check_archive_size, path_problem
+from chat_shell.packages._archive import check_archive_size, path_problem, shown_name
 from chat_shell.packages._errors import PackageReadError, ReadCode
 from chat_shell.packages._layout import SKILL_MD_NAMES, is_ignored
 from chat_shell.packages._package import Package, PackageFile, open_package
@@ -22,4 +22,5 @@ __all__ = [
     "is_ignored",
     "open_package",
     "path_problem",
+    "shown_name",
 ]

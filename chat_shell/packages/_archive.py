@@ -187,6 +187,17 @@ def path_problem(name: str) -> str | None:
     return None
 
 
+def shown_name(name: str) -> str:
+    """`name` as text any encoder takes, for messages and error details: tarfile and `os`
+    keep bytes that are not UTF-8 as lone surrogates (shown as the bytes, `\\xe9`), which a
+    JSON answer cannot encode."""
+    try:
+        raw = name.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a surrogate surrogateescape did not make
+        return name.encode("utf-8", "backslashreplace").decode()
+    return raw.decode("utf-8", "backslashreplace")
+
+
 def _check_name(name: str, seen: set[str]) -> None:
     problem = path_problem(name)
     if problem is not None:

@@ -12,7 +12,14 @@ from backend.skills.errors import translated
 from backend.skills.importing.limits import FetchLimits
 from backend.skills.importing.tree import TreeFile
 from backend.skills.tars import TarTooLarge, inflated_tar
-from chat_shell import ArchiveLimits, PackageReadError, ReadCode, open_archive, path_problem
+from chat_shell import (
+    ArchiveLimits,
+    PackageReadError,
+    ReadCode,
+    open_archive,
+    path_problem,
+    shown_name,
+)
 
 ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")
 GZIP_MAGIC = b"\x1f\x8b"
@@ -92,20 +99,10 @@ def _unpack_tar(data: bytes, limits: FetchLimits) -> dict[str, TreeFile]:
     return dict(sorted(files.items()))
 
 
-def _shown(name: str) -> str:
-    """`name` as text any encoder takes: tarfile keeps bytes that are not UTF-8 as lone
-    surrogates (shown as the bytes, `\\xe9`), which JSON answers cannot encode."""
-    try:
-        raw = name.encode("utf-8", "surrogateescape")
-    except UnicodeEncodeError:  # a surrogate surrogateescape did not make
-        return name.encode("utf-8", "backslashreplace").decode()
-    return raw.decode("utf-8", "backslashreplace")
-
-
 def _check_member(member: tarfile.TarInfo, name: str, seen: set[str]) -> None:
     problem = path_problem(name)
     if problem is not None:
-        shown = _shown(name)
+        shown = shown_name(name)
         raise PackageReadError(
             ReadCode.UNSAFE_PATH,
             f"unsafe entry name {shown!r}: {problem}",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import json
 import os
 import tarfile
 import tracemalloc
@@ -58,6 +59,7 @@ def test_a_gzipped_tar_of_a_folder_becomes_a_zip_of_its_files() -> None:
         ([(entry("../escape.md"), b"x")], "unsafe_path"),
         ([(entry("/abs.md"), b"x")], "unsafe_path"),
         ([(entry("a/x"), b"1"), (entry("a/x"), b"2")], "duplicate_entry"),
+        ([(entry("a/caf\udce9"), b"x")], "unsafe_path"),  # bytes that are not UTF-8
     ],
 )
 def test_a_tar_breaking_an_upload_rule_is_refused_with_its_code(
@@ -66,6 +68,7 @@ def test_a_tar_breaking_an_upload_rule_is_refused_with_its_code(
     with pytest.raises(PackageError) as refused:
         package_zip(tar_of(*members), ArchiveLimits())
     assert refused.value.code == code
+    json.dumps(refused.value.details, ensure_ascii=False).encode()  # an answer can say it
 
 
 def test_a_tar_over_the_entry_and_size_caps_is_refused() -> None:
