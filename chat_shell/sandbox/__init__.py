@@ -12,6 +12,7 @@ from chat_shell.sandbox._port import (
     SandboxRun,
     SandboxUnavailable,
 )
+from chat_shell.sandbox._threads import run_to_end
 from chat_shell.sandbox.workspace import Workspace
 
 __all__ = [
@@ -26,4 +27,5 @@ __all__ = [
     "SandboxRun",
     "SandboxUnavailable",
     "Workspace",
+    "run_to_end",
 ]

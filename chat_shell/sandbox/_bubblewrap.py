@@ -43,6 +43,7 @@ from chat_shell.sandbox._port import (
 from chat_shell.sandbox._seccomp import SeccompUnavailable, filter_program, program_fd
 from chat_shell.sandbox._skill_dirs import DEFAULT_CACHE_BYTES, SkillDirs
 from chat_shell.sandbox._streams import copy_capped, pipe_reader, read_capped
+from chat_shell.sandbox._threads import run_to_end
 from chat_shell.sandbox.workspace import MAX_WORKSPACE_ENTRIES, Workspace, WorkspaceRejected
 
 ENGINE = "bubblewrap"
@@ -162,12 +163,14 @@ class BubblewrapSandbox:
         workspace = self.new_workspace()
         try:
             limits = SandboxLimits(wall_seconds=PROBE_WALL_SECONDS)
-            result = await self._execute(SandboxRun("true", workspace, limits=limits))
+            # one file, so the workspace's tar runs too (`--hard-dereference` is GNU tar's)
+            result = await self._execute(SandboxRun("echo > probe", workspace, limits=limits))
+            came_back = result.workspace_saved and (workspace.path / "probe").is_file()
         except OSError as exc:
             return SandboxAvailability(False, ENGINE, reason=f"bwrap cannot be started: {exc}")
         finally:
             workspace.close()
-        if result.exit_code != 0 or not result.workspace_saved:
+        if result.exit_code != 0 or not came_back:
             detail = result.stderr.strip()[:500] or f"exit code {result.exit_code}"
             return SandboxAvailability(
                 False, ENGINE, version=version, reason=f"bwrap cannot create a sandbox: {detail}"
@@ -272,7 +275,7 @@ class BubblewrapSandbox:
         if not killed:
             # Unpacking up to the workspace cap (and deleting the old state) is disk work:
             # not on the event loop, which every other turn of the worker shares.
-            workspace_saved, full = await asyncio.to_thread(
+            workspace_saved, full = await run_to_end(
                 self._save_workspace, archive, complete, workspace, limits
             )
             if full:

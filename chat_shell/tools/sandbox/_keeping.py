@@ -7,7 +7,6 @@ artifact it already has. Files over a limit stay in the result, marked `artifact
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import io
 import logging
@@ -16,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from chat_shell.contracts import ArtifactEvent, Event
-from chat_shell.sandbox import Workspace
+from chat_shell.sandbox import Workspace, run_to_end
 from chat_shell.sandbox.workspace import WorkspaceRejected
 from chat_shell.tools.sandbox._files import (
     INPUTS_DIR,
@@ -34,13 +33,14 @@ Emit = Callable[[Event], None]
 
 def artifact_name(path: str) -> str:
     """The artifact's name: its path below the output folder, else below the workspace, with
-    control and format characters (a newline, a right-to-left override) made `_`: the name is
+    control, format and line-break characters (a newline, a right-to-left override, U+2028)
+    made `_`: the name is
     shown in the console and in headers, where they would forge or reorder what is read."""
     name = path.removeprefix(OUTPUT_PREFIX)
     return "".join("_" if unicodedata.category(c) in _HIDDEN else c for c in name)
 
 
-_HIDDEN = frozenset({"Cc", "Cf"})
+_HIDDEN = frozenset({"Cc", "Cf", "Zl", "Zp"})  # controls, format, line and paragraph breaks
 
 
 class ArtifactKeeper:
@@ -60,11 +60,9 @@ class ArtifactKeeper:
         if self._files.keeps_workspace:
             archive = await self._files.load_workspace()
             if archive is not None:
-                self._workspace_sha = await asyncio.to_thread(
-                    _restore, workspace, archive, max_bytes
-                )
+                self._workspace_sha = await run_to_end(_restore, workspace, archive, max_bytes)
         inputs = await self._files.inputs()
-        placed = await asyncio.to_thread(_place_inputs, workspace, inputs)
+        placed = await run_to_end(_place_inputs, workspace, inputs)
         self._inputs.update(placed)
 
     async def save_workspace(self, workspace: Workspace) -> bool:
@@ -72,7 +70,7 @@ class ArtifactKeeper:
         False when it could not be stored (the next turn gets the previous one)."""
         if not self._files.keeps_workspace:
             return True
-        archive, digest = await asyncio.to_thread(_packed, workspace)
+        archive, digest = await run_to_end(_packed, workspace)
         if digest != self._workspace_sha:
             try:
                 await self._files.save_workspace(archive)
@@ -107,9 +105,7 @@ class ArtifactKeeper:
         if output.size > limits.max_bytes:
             raise _Refused(f"larger than the {limits.max_bytes} byte artifact limit")
         try:
-            data, digest = await asyncio.to_thread(
-                _read, workspace, output.path, limits.max_bytes + 1
-            )
+            data, digest = await run_to_end(_read, workspace, output.path, limits.max_bytes + 1)
         except OSError:
             raise _Refused("not a readable regular file") from None
         if len(data) > limits.max_bytes:

@@ -26,7 +26,14 @@ from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from chat_shell.contracts import CatalogEntry, Event, SkillSpec
 from chat_shell.observe import observer, tracer
 from chat_shell.ports import PackageSource
-from chat_shell.sandbox import Sandbox, SandboxResult, SandboxRun, SandboxUnavailable, Workspace
+from chat_shell.sandbox import (
+    Sandbox,
+    SandboxResult,
+    SandboxRun,
+    SandboxUnavailable,
+    Workspace,
+    run_to_end,
+)
 from chat_shell.skills.active import ActiveSkills
 from chat_shell.skills.package_loader import PackageFiles
 from chat_shell.tools.sandbox._files import ConversationFiles
@@ -112,7 +119,7 @@ class SkillRunner:
                 result = await sandbox.run(SandboxRun(command, workspace, skill_dir, limits))
             observer().sandbox_run(tuple(result.limits_hit))
             # reads files (inline text) and walks the workspace: off the event loop
-            outputs, more = await asyncio.to_thread(collect_outputs, workspace, patterns)
+            outputs, more = await run_to_end(collect_outputs, workspace, patterns)
             kept = True
             if self._keeper is None:
                 listed = [o.as_dict() for o in outputs]
@@ -138,7 +145,8 @@ class SkillRunner:
     async def _workspace_for_turn(self) -> Workspace:
         if self._workspace is None:
             workspace = self._access.sandbox.new_workspace()
-            self._stack.callback(workspace.close)
+            # removing up to the workspace's cap of files: off the event loop too
+            self._stack.push_async_callback(run_to_end, workspace.close)
             if self._keeper is not None:
                 limit = self._access.sandbox.limits.workspace_bytes
                 await self._keeper.prepare(workspace, max_bytes=limit)
