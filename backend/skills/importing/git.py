@@ -370,7 +370,7 @@ def _entries(
                 # one entry is one path segment: `a/b` beside a folder `a` holding `b` would
                 # be two files of one name (git itself refuses such trees)
                 name = prefix + entry.path.decode("utf-8", "backslashreplace")
-                problems[name or prefix] = _unsafe(name, "a tree entry name is one path segment")
+                problems[name] = _unsafe(name, "not one path segment ('/', empty, '.' or '..')")
                 continue
             try:
                 name = prefix + entry.path.decode("utf-8")

@@ -435,7 +435,7 @@ async def test_a_tree_entry_whose_name_holds_a_slash_refuses_its_skill(
     response = await do_import(client, alice, server.url("/git/skills.git"))
     assert results(response) == {"alpha": "created", "beta": "refused"}
     assert response.json()["items"][1]["code"] == "unsafe_path"
-    assert "one path segment" in response.json()["items"][1]["message"]
+    assert "not one path segment" in response.json()["items"][1]["message"]
 
 
 @pytest.mark.parametrize("served", ["/git", "/dumb"])
