@@ -19,7 +19,7 @@ displayName: Demo
 version: "1.0"
 tags: [a]
 provider: {module: provider, class: DemoProvider}
-mcpServers: {s: {url: "${{base}}/mcp"}}
+mcpServers: {s: {url: "https://mcp.example/${{user.id}}"}}
 allowed-tools: Read
 metadata: {k: v}
 argument-hint: x"""
@@ -52,7 +52,7 @@ def test_the_crd_serializes_with_the_documented_camel_case_keys() -> None:
         "metadata", "files", "extra",
     }  # fmt: skip
     assert spec["provider"] == {"module": "provider", "class": "DemoProvider"}
-    assert spec["mcpServers"]["s"]["url"] == "${{base}}/mcp"
+    assert spec["mcpServers"]["s"]["url"] == "https://mcp.example/${{user.id}}"
     assert spec["allowedTools"] == ["Read"]
     assert spec["files"] == [
         {"path": "SKILL.md", "size": len(skill_md(FRONTMATTER))},
