@@ -17,11 +17,12 @@ COPY console/package.json console/package-lock.json ./
 RUN npm ci --no-audit --no-fund \
     && mkdir /bundles \
     && for f in socket.io-client/dist/socket.io.esm.min.js dompurify/dist/purify.es.mjs \
-                marked/lib/marked.esm.js mermaid/dist/mermaid.min.js; do \
+                marked/lib/marked.esm.js mermaid/dist/mermaid.min.js \
+                swagger-ui-dist/swagger-ui-bundle.js swagger-ui-dist/swagger-ui.css; do \
          mkdir -p "/bundles/$(dirname "$f")" && cp "node_modules/$f" "/bundles/$f"; \
        done \
     && rm -rf node_modules && mv /bundles node_modules
-COPY console/index.html console/styles.css ./
+COPY console/index.html console/docs.html console/styles.css ./
 COPY console/src src
 
 # Runtime stage: the virtualenv, migrations and built-in skills; runs as a non-root user.

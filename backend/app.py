@@ -182,6 +182,8 @@ def create_app(
         version="0.1.0",
         summary="Backend for AI agents that learn skills on demand",
         lifespan=lifespan,
+        docs_url=None,  # the console serves /docs without a CDN (backend/api/console.py)
+        redoc_url=None,
     )
     app.state.settings = settings
     app.state.sio = sio

@@ -16,6 +16,7 @@ import pytest
 import socketio
 import typer
 
+from backend.api.console import console_router
 from backend.app import create_app
 from backend.cli import app as cli_app
 from backend.config import NON_SERVER_VARIABLES, Settings
@@ -87,8 +88,14 @@ def _route_exists(token: str) -> bool:
 def _url_exists(token: str) -> bool:
     asgi_path = inspect.signature(socketio.ASGIApp).parameters["socketio_path"].default
     known = {f"/{asgi_path}/", NAMESPACE}
-    paths = {path for _, path in _routes()}
+    paths = {path for _, path in _routes()} | _pages()
     return token in known or any(p == token or p.startswith(token + "/") for p in paths)
+
+
+@cache
+def _pages() -> frozenset[str]:
+    """Paths of the console's routes, outside the API's schema (its pages, `/docs`)."""
+    return frozenset(getattr(r, "path", "") for r in console_router(Settings()).routes)
 
 
 def _cli_exists(token: str) -> bool:

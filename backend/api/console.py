@@ -3,7 +3,9 @@
 `/` is the page, `/console/src/*.js` and `/console/styles.css` its own files, and
 `/console/vendor/<name>` one of a fixed set of npm packages' browser bundles, read from
 `console/node_modules` (installed by `npm ci --prefix console`; never committed). Without them
-the gateway still serves the API, and `/` says how to install them.
+the gateway still serves the API, and `/` says how to install them. `/docs` is Swagger UI
+from the same packages, under the same policy: FastAPI's own page loads it from a CDN, whose
+script would run on the gateway's origin.
 
 Every answer carries a Content-Security-Policy allowing scripts from this origin only (no inline
 script, no eval). Styles may be inline because Mermaid's SVG carries its own `<style>`; the SVG
@@ -45,6 +47,8 @@ VENDOR = {
     "purify.es.mjs": "dompurify/dist/purify.es.mjs",
     "marked.esm.js": "marked/lib/marked.esm.js",
     "mermaid.min.js": "mermaid/dist/mermaid.min.js",
+    "swagger-ui-bundle.js": "swagger-ui-dist/swagger-ui-bundle.js",
+    "swagger-ui.css": "swagger-ui-dist/swagger-ui.css",
 }
 INSTALL_COMMAND = "npm ci --prefix console"
 _OWN_FILE = re.compile(r"\A(?:styles\.css|src/[a-z][a-z0-9_-]*\.js)\Z")
@@ -57,6 +61,15 @@ _MISSING_PAGE = f"""<!doctype html>
 <p>The console's JavaScript packages are not installed. The API works; to use the console run
 <code>{INSTALL_COMMAND}</code> in the repository (or start with <code>./scripts/serve</code>,
 which does it) and reload this page.</p></main></body></html>
+"""
+
+
+_MISSING_DOCS = f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Skillhive API</title></head>
+<body><main><h1>Skillhive API</h1>
+<p>The OpenAPI document is at <a href="/openapi.json">/openapi.json</a>. The interactive docs
+need the console's packages: run <code>{INSTALL_COMMAND}</code> and reload this page.</p>
+</main></body></html>
 """
 
 
@@ -97,6 +110,14 @@ def console_router(settings: Settings) -> APIRouter:
         if folder is None or not vendor_installed(folder):
             return HTMLResponse(_MISSING_PAGE, status_code=200, headers=HEADERS)
         return _file(folder / "index.html")
+
+    @router.get("/docs")
+    async def docs(request: Request) -> Response:
+        """The interactive API docs, under the console's policy (scripts of this origin only)."""
+        folder = root()
+        if folder is None or not vendor_installed(folder):
+            return HTMLResponse(_MISSING_DOCS, status_code=200, headers=HEADERS)
+        return _file(folder / "docs.html")
 
     @router.get("/console/vendor/{name}")
     async def vendor(name: str) -> Response:

@@ -3,8 +3,8 @@ a served skill file's sandboxing one).
 
 API answers are data, never documents: `nosniff` keeps a browser from reading a JSON or text
 body as HTML or script, and `default-src 'none'; frame-ancestors 'none'` keeps one opened or
-framed from running or showing anything. The interactive API docs (`/docs`, `/redoc`) are pages
-that load Swagger UI and ReDoc: they may not be framed, and get no other policy.
+framed from running or showing anything. The console's pages, `/docs` among them, set their
+own (`backend/api/console.py`).
 """
 
 from __future__ import annotations
@@ -12,8 +12,6 @@ from __future__ import annotations
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 API_POLICY = b"default-src 'none'; frame-ancestors 'none'"
-DOCS_POLICY = b"frame-ancestors 'none'"
-DOCS_PATHS = frozenset({"/docs", "/docs/oauth2-redirect", "/redoc"})
 _CSP = b"content-security-policy"
 _NOSNIFF = b"x-content-type-options"
 
@@ -26,7 +24,6 @@ class SecurityHeadersMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        policy = DOCS_POLICY if scope["path"] in DOCS_PATHS else API_POLICY
 
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
@@ -35,7 +32,7 @@ class SecurityHeadersMiddleware:
                 if _NOSNIFF not in names:
                     headers.append((_NOSNIFF, b"nosniff"))
                 if _CSP not in names:
-                    headers.append((_CSP, policy))
+                    headers.append((_CSP, API_POLICY))
                 message = {**message, "headers": headers}
             await send(message)
 

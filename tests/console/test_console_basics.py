@@ -42,3 +42,16 @@ def test_sign_in_keeps_the_token_in_session_storage_only(
     assert gateway.token not in console.page.url
     assert console.page.context.cookies() == []
     assert console.errors == []
+
+
+def test_the_api_docs_render_from_this_origin_under_the_consoles_policy(
+    console: Console, gateway: Gateway
+) -> None:
+    # Swagger UI from the console's npm packages, under `script-src 'self'`: a policy it broke
+    # (an eval, an inline script) would show as a refused script and an empty page
+    refused: list[str] = []
+    console.page.on("console", lambda m: refused.append(m.text) if m.type == "error" else None)
+    console.page.goto(f"{gateway.url}/docs")
+    expect(console.page.locator(".opblock-summary-path").first).to_be_visible()
+    expect(console.page.get_by_text("/api/v1/me", exact=True).first).to_be_visible()
+    assert refused == [] and console.errors == []

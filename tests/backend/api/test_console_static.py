@@ -21,6 +21,7 @@ pytestmark = pytest.mark.parametrize("db_backend", ["sqlite"], indirect=True)
 def make_console(root: Path, *, vendor: bool) -> Path:
     (root / "src").mkdir(parents=True)
     (root / "index.html").write_text("<!doctype html><title>console page</title>")
+    (root / "docs.html").write_text("<!doctype html><title>api docs page</title>")
     (root / "styles.css").write_text("body { color: black; }")
     (root / "src" / "app.js").write_text("export const app = 1;")
     (root / "package.json").write_text("{}")
@@ -88,7 +89,8 @@ async def test_the_page_its_files_and_the_named_bundles_are_served(
         assert_hardened(response)
         if vendor:
             assert response.text == f"/* {name} */"
-            assert response.headers["content-type"].startswith("text/javascript")
+            media = "text/css" if name.endswith(".css") else "text/javascript"
+            assert response.headers["content-type"].startswith(media)
 
 
 UNREACHABLE = [
@@ -120,3 +122,20 @@ async def test_the_api_is_unaffected(web: httpx.AsyncClient) -> None:
     refused = await web.get("/api/v1/me")
     assert refused.status_code == 401
     assert refused.headers["content-security-policy"] == API_POLICY.decode()  # not the console's
+
+
+@pytest.mark.parametrize("vendor", [True, False], ids=["installed", "missing"], indirect=True)
+async def test_the_api_docs_are_a_console_page_with_no_script_from_elsewhere(
+    web: httpx.AsyncClient, vendor: bool
+) -> None:
+    # FastAPI's own page loaded Swagger UI from a CDN, whose script ran on this origin
+    docs = await web.get("/docs")
+    assert docs.status_code == 200
+    assert_hardened(docs)
+    if vendor:
+        assert "api docs page" in docs.text
+        for name in ("swagger-ui-bundle.js", "swagger-ui.css"):
+            assert (await web.get(f"/console/vendor/{name}")).text == f"/* {name} */"
+    else:
+        assert INSTALL_COMMAND in docs.text and "/openapi.json" in docs.text
+    assert (await web.get("/redoc")).status_code == 404

@@ -7,7 +7,7 @@ import httpx
 import pytest
 
 from backend.api.console import CSP
-from backend.api.security_headers import API_POLICY, DOCS_POLICY
+from backend.api.security_headers import API_POLICY
 from tests.support.accounts import Account
 
 pytestmark = pytest.mark.parametrize("db_backend", ["sqlite"], indirect=True)
@@ -34,14 +34,6 @@ async def test_api_answers_and_errors_carry_nosniff_and_a_no_content_policy(
     for response in answers:
         assert response.headers.get_list("x-content-type-options") == ["nosniff"]
         assert policy_of(response) == [API_POLICY.decode()]
-
-
-async def test_the_api_docs_may_run_their_scripts_but_not_be_framed(
-    client: httpx.AsyncClient,
-) -> None:
-    docs = await client.get("/docs")
-    assert docs.status_code == 200 and "swagger" in docs.text.lower()
-    assert policy_of(docs) == [DOCS_POLICY.decode()]
 
 
 async def test_a_routes_own_policy_is_kept_and_not_doubled(client: httpx.AsyncClient) -> None:
