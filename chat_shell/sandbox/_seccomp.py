@@ -4,11 +4,12 @@ bwrap confines a run with namespaces, no capabilities and `no_new_privs`, but fi
 system call, and the worker container runs without Docker's seccomp profile (bwrap needs the
 namespaces that profile refuses). This filter puts back the part of that profile a run could
 abuse: kernel keyrings, BPF, perf events, userfaultfd and io_uring (frequent in kernel
-exploits), ptrace and cross-process memory access, mounts and new namespaces, module, clock,
-swap and reboot calls. Each answers EPERM, so a program that probes for one goes on; `clone3`
-answers ENOSYS, so libc falls back to `clone`, whose namespace flags are refused. Calls of
-another architecture (32-bit calls from a 64-bit process) kill the process: libseccomp's
-default for a foreign architecture, which would otherwise pass by other numbers.
+exploits), ptrace and cross-process memory access, memory placement, mounts and new
+namespaces, module, clock, swap and reboot calls, and vsock sockets (which reach the
+hypervisor whatever the network namespace). Each answers EPERM, so a program that probes for
+one goes on; `clone3` answers ENOSYS, so libc falls back to `clone`, whose namespace flags are
+refused. Calls of another architecture (32-bit calls from a 64-bit process) kill the process:
+libseccomp's default for a foreign architecture, which would otherwise pass by other numbers.
 
 The program is built once per process and handed to bwrap through a memfd per run; bwrap
 loads it just before it runs the wrapper, so every process of the run is under it.
@@ -33,12 +34,19 @@ DENIED = (
     "mount", "umount", "umount2", "pivot_root", "chroot", "unshare", "setns",
     "fsopen", "fsconfig", "fsmount", "fspick", "open_tree", "move_mount", "mount_setattr",
     "open_by_handle_at", "name_to_handle_at",
+    # other processes' and the machine's memory placement (Docker's needs CAP_SYS_NICE)
+    "mbind", "set_mempolicy", "move_pages", "migrate_pages",
     # the machine's own state
     "init_module", "finit_module", "delete_module", "kexec_load", "kexec_file_load",
     "reboot", "swapon", "swapoff", "acct", "quotactl", "settimeofday", "clock_settime",
     "clock_adjtime", "adjtimex", "iopl", "ioperm", "syslog", "lookup_dcookie", "uselib",
     "personality", "vhangup", "nfsservctl", "_sysctl", "sysfs", "ustat",
 )  # fmt: skip
+
+AF_VSOCK = 40  # sockets to the hypervisor and its other guests: no network namespace holds them
+# Calls every libseccomp must know on these architectures: one that resolves none of them is
+# too old to filter them, and a filter without them would let `clone3` make namespaces.
+_REQUIRED = {"x86_64": ("clone3", "io_uring_setup"), "aarch64": ("clone3", "io_uring_setup")}
 
 # clone(2) flags that make a namespace (sched.h): refused as unshare(2) is
 _NAMESPACE_FLAGS = (
@@ -65,8 +73,18 @@ def filter_program() -> bytes:
     except (ImportError, RuntimeError, OSError) as exc:
         raise SeccompUnavailable(f"libseccomp cannot be loaded ({exc}); {INSTALL_HINT}") from None
     try:
+        unknown = [
+            name
+            for name in _REQUIRED.get(os.uname().machine, ())
+            if seccomp.resolve_syscall(seccomp.Arch.NATIVE, name) < 0
+        ]
+        if unknown:
+            raise SeccompUnavailable(
+                f"libseccomp is too old to filter {', '.join(unknown)}; {INSTALL_HINT} 2.5 or later"
+            )
         rules = seccomp.SyscallFilter(seccomp.ALLOW)
         refused = seccomp.ERRNO(errno.EPERM)
+        rules.add_rule(refused, "socket", seccomp.Arg(0, seccomp.EQ, AF_VSOCK))
         for name in DENIED:
             if seccomp.resolve_syscall(seccomp.Arch.NATIVE, name) < 0:
                 continue  # not a call of this architecture

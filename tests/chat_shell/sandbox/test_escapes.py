@@ -329,16 +329,20 @@ async def test_links_a_script_leaves_in_the_workspace_never_reach_the_host(
 # x86_64 numbers (the suite's machines): a call is refused by the filter, not by a missing
 # privilege, when it answers EPERM although the process could make it outside the filter
 _SYSCALLS = {
-    "keyctl": 250, "bpf": 321, "unshare": 272, "io_uring_setup": 425, "ptrace": 101,
-    "mount": 165, "perf_event_open": 298, "userfaultfd": 323, "clone3": 435, "getpid": 39,
+    "keyctl": [250], "bpf": [321], "unshare": [272], "io_uring_setup": [425], "ptrace": [101],
+    "mount": [165], "perf_event_open": [298], "userfaultfd": [323], "clone3": [435],
+    "mbind": [237], "vsock": [41, 40, 1, 0],  # socket(AF_VSOCK, SOCK_STREAM, 0)
+    "getpid": [39], "unix_socket": [41, 1, 1, 0],  # socket(AF_UNIX, SOCK_STREAM, 0)
 }  # fmt: skip
 _PROBE = """
 import ctypes, json, os
 libc = ctypes.CDLL(None, use_errno=True)
 out = {}
-for name, number in %s.items():
+for name, (number, *args) in %s.items():
     ctypes.set_errno(0)
-    result = libc.syscall(number, 0, 0, 0, 0, 0)
+    result = libc.syscall(number, *(args + [0] * (5 - len(args))))
+    if number == 41 and result >= 0:
+        os.close(result)  # a socket made
     out[name] = "ok" if result >= 0 else os.strerror(ctypes.get_errno())
 out["fds"] = sorted(os.listdir("/proc/self/fd"))
 print(json.dumps(out))
@@ -356,9 +360,10 @@ async def test_kernel_attack_surface_calls_are_refused_by_the_syscall_filter(
     result = await run(sandbox, workspace, "python3 probe.py && echo forked | cat")
     assert result.exit_code == 0, result.stderr
     found = json.loads(result.stdout.splitlines()[0])
-    refused = {k: v for k, v in found.items() if k in _SYSCALLS and k not in ("getpid", "clone3")}
+    allowed = ("getpid", "unix_socket", "clone3")
+    refused = {k: v for k, v in found.items() if k in _SYSCALLS and k not in allowed}
     assert set(refused.values()) == {"Operation not permitted"}, found
     assert found["clone3"] == "Function not implemented"  # so libc falls back to clone
-    assert found["getpid"] == "ok"
+    assert found["getpid"] == found["unix_socket"] == "ok"
     assert result.stdout.splitlines()[1] == "forked"  # processes and pipes still work
     assert found["fds"] == ["0", "1", "2", "3"]  # 3: the listing itself; no filter fd left
