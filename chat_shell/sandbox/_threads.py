@@ -3,12 +3,13 @@
 `asyncio.to_thread` cannot stop its thread: a caller cancelled mid-unpack would go on to
 remove the workspace while the thread still writes into it, leaving files behind. Here a
 cancelled caller first waits for the thread to end (the work is bounded by the workspace's
-caps), then is cancelled.
+caps), then is cancelled, however many times it is cancelled meanwhile.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable
 from typing import ParamSpec, TypeVar
 
@@ -22,5 +23,7 @@ async def run_to_end(fn: Callable[P, R], /, *args: P.args, **kwargs: P.kwargs) -
     try:
         return await asyncio.shield(task)
     except asyncio.CancelledError:
-        await asyncio.wait({task})
+        while not task.done():  # a second cancel (a user's, then shutdown's) waits on too
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.wait({task})
         raise
