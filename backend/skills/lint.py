@@ -12,8 +12,15 @@ from collections.abc import Sequence
 from enum import StrEnum
 
 from backend.crd.skill import SkillSpec, SkillWarning
+from backend.secrets.service import NAME_RE as SECRET_NAME
 from backend.skills.errors import ErrorCode, PackageError
-from chat_shell import McpConfigError, McpPlaceholderError, parse_mcp_server, validate_placeholders
+from chat_shell import (
+    McpConfigError,
+    McpPlaceholderError,
+    find_placeholders,
+    parse_mcp_server,
+    validate_placeholders,
+)
 
 MAX_DESCRIPTION_CHARS = 1024
 MAX_COMPATIBILITY_CHARS = 500
@@ -29,6 +36,7 @@ class WarningCode(StrEnum):
     CODE_NOT_ALLOWED = "code_not_allowed"
     OUTSIDE_ROOT = "outside_root"
     UNKNOWN_PLACEHOLDER = "unknown_placeholder"
+    MCP_SERVER_UNUSABLE = "mcp_server_unusable"
 
 
 def warning(code: WarningCode, message: str) -> SkillWarning:
@@ -70,19 +78,21 @@ def lint_spec(spec: SkillSpec, *, code_files: Sequence[str], public: bool) -> li
 
 
 def mcp_placeholder_warnings(spec: SkillSpec, *, public: bool, entry: str) -> list[SkillWarning]:
-    """A placeholder no turn fills (`${{backend_url}}`, from another platform) is a warning:
-    its server will never connect, but the skill's instructions still serve. A malformed one
-    refuses the package, as it refuses a Ghost."""
+    """What keeps a skill's MCP server from ever connecting is a warning: a config the engine
+    cannot read, a placeholder no turn fills (`${{backend_url}}`, from another platform), a
+    `${{secrets.NAME}}` no secret can be named; the skill's instructions still serve. A
+    malformed placeholder refuses the package, as it refuses a Ghost."""
     found = []
     for name, server in sorted(spec.mcp_servers.items()):
         raw = server.model_dump(by_alias=True, exclude_none=True)
         try:
-            validate_placeholders(parse_mcp_server(raw, trusted=public))
-        except McpConfigError:
-            continue  # a config the engine cannot start: reported when a turn uses it
+            config = parse_mcp_server(raw, trusted=public)
+            validate_placeholders(config)
+        except McpConfigError as exc:
+            found.append(_never_connects(WarningCode.MCP_SERVER_UNUSABLE, name, exc.message))
+            continue
         except McpPlaceholderError as exc:
-            placeholder = exc.details.get("placeholder")
-            if placeholder is None:  # malformed
+            if exc.details.get("placeholder") is None:  # malformed
                 raise PackageError(
                     ErrorCode.MCP_PLACEHOLDER_INVALID,
                     f"MCP server {name!r}: {exc.message}",
@@ -90,14 +100,21 @@ def mcp_placeholder_warnings(spec: SkillSpec, *, public: bool, entry: str) -> li
                     server=name,
                     **exc.details,
                 ) from None
-            found.append(
-                warning(
-                    WarningCode.UNKNOWN_PLACEHOLDER,
-                    f"MCP server {name!r}: {exc.message}; no turn has a value for it, so the "
-                    "server will not connect",
-                )
-            )
+            found.append(_never_connects(WarningCode.UNKNOWN_PLACEHOLDER, name, exc.message))
+            continue
+        for path in sorted(find_placeholders(config)):
+            root, _, secret = path.partition(".")
+            if root == "secrets" and not SECRET_NAME.fullmatch(secret):
+                why = f"${{{{{path}}}}} names no possible secret"
+                found.append(_never_connects(WarningCode.UNKNOWN_PLACEHOLDER, name, why))
     return found
+
+
+def _never_connects(code: WarningCode, server: str, why: str) -> SkillWarning:
+    return warning(
+        code,
+        f"MCP server {server!r}: {why}; no turn can start it, so it will not connect",
+    )
 
 
 def enforce_strict(warnings: Sequence[SkillWarning], *, entry: str) -> None:

@@ -112,6 +112,13 @@ def test_a_placeholder_no_turn_fills_is_a_warning_and_a_malformed_one_refuses() 
         "mine",
         "url",
     )
+    # a config no turn can start, or a secret no name can match, never connects either
+    unusable = "mcpServers: {s: {url: 'https://x.example/', env: {P: 1}}}"
+    assert codes(read(f"name: demo\n{DESCRIPTION}\n{unusable}")) == ["mcp_server_unusable"]
+    secret = "mcpServers: {s: {url: 'https://x.example/${{secrets.a-b}}'}}"
+    package = read(f"name: demo\n{DESCRIPTION}\n{secret}")
+    assert codes(package) == ["unknown_placeholder"]
+    assert "names no possible secret" in package.warnings[0].message
 
 
 def test_unknown_keys_are_kept_in_extra_with_one_warning_each() -> None:
