@@ -14,7 +14,7 @@ RUN python -m venv /opt/venv \
 FROM node:20-slim AS console
 WORKDIR /console
 COPY console/package.json console/package-lock.json ./
-RUN npm ci --no-audit --no-fund \
+RUN npm ci --no-audit --no-fund --ignore-scripts \
     && mkdir /bundles \
     && for f in socket.io-client/dist/socket.io.esm.min.js dompurify/dist/purify.es.mjs \
                 marked/lib/marked.esm.js mermaid/dist/mermaid.min.js \

@@ -65,7 +65,7 @@ def require_console_packages() -> None:
         if vendor_installed():
             return
         done = subprocess.run(
-            [npm, "ci", "--prefix", str(CONSOLE), "--no-audit", "--no-fund"],
+            [npm, "ci", "--prefix", str(CONSOLE), "--no-audit", "--no-fund", "--ignore-scripts"],
             capture_output=True,
             text=True,
             timeout=600,
