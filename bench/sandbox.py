@@ -268,9 +268,10 @@ async def overhead(sandbox: BubblewrapSandbox, pairs: int) -> tuple[float, float
             assert (process.returncode, out) == (0, b"hello\n")
 
         await sandboxed()  # writes the skill's folder once, as the first run of a turn would
-        folder = await sandbox.skill_dir(spec.sha256 or "", _unused)
-        script = str(folder / "scripts" / "hello.py")
-        found = await compare(sandboxed, direct, pairs=pairs, warmup=3)
+        # the folder is leased (`skill_dir` is a context manager), held while the pairs run
+        async with sandbox.skill_dir(spec.sha256 or "", _unused) as folder:
+            script = str(folder / "scripts" / "hello.py")
+            found = await compare(sandboxed, direct, pairs=pairs, warmup=3)
     return found.median_ratio, found.candidate_ms, found.baseline_ms
 
 
