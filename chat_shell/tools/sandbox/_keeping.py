@@ -34,8 +34,8 @@ Emit = Callable[[Event], None]
 def artifact_name(path: str) -> str:
     """The artifact's name: its path below the output folder, else below the workspace, with
     control, format and line-break characters (a newline, a right-to-left override, U+2028)
-    made `_`: the name is
-    shown in the console and in headers, where they would forge or reorder what is read."""
+    made `_`: the name is shown in the console and in headers, where they would forge or
+    reorder what is read."""
     name = path.removeprefix(OUTPUT_PREFIX)
     return "".join("_" if unicodedata.category(c) in _HIDDEN else c for c in name)
 
