@@ -104,20 +104,21 @@ def console_router(settings: Settings) -> APIRouter:
     def root() -> Path | None:
         return console_dir(settings)
 
-    @router.get("/")
-    async def index(request: Request) -> Response:
+    def page(name: str, missing: str) -> Response:
+        """A page of the console, or what to install when its packages are absent."""
         folder = root()
         if folder is None or not vendor_installed(folder):
-            return HTMLResponse(_MISSING_PAGE, status_code=200, headers=HEADERS)
-        return _file(folder / "index.html")
+            return HTMLResponse(missing, status_code=200, headers=HEADERS)
+        return _file(folder / name)
+
+    @router.get("/")
+    async def index(request: Request) -> Response:
+        return page("index.html", _MISSING_PAGE)
 
     @router.get("/docs")
     async def docs(request: Request) -> Response:
         """The interactive API docs, under the console's policy (scripts of this origin only)."""
-        folder = root()
-        if folder is None or not vendor_installed(folder):
-            return HTMLResponse(_MISSING_DOCS, status_code=200, headers=HEADERS)
-        return _file(folder / "docs.html")
+        return page("docs.html", _MISSING_DOCS)
 
     @router.get("/console/vendor/{name}")
     async def vendor(name: str) -> Response:

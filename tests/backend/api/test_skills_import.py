@@ -367,6 +367,24 @@ def add_blob(repo: Repo, data: bytes) -> bytes:
     return blob.id
 
 
+def add_to_beta(repo: Repo, files: dict[bytes, bytes]) -> None:
+    """A new commit whose `skills/beta/` folder gains `files` by raw entry name, written to the
+    object store directly: names a work tree could not hold."""
+    store = repo.object_store
+    root = store[store[repo.head()].tree]
+    assert isinstance(root, Tree)
+    folder = store[root[b"skills"][1]]
+    assert isinstance(folder, Tree)
+    beta = store[folder[b"beta"][1]]
+    assert isinstance(beta, Tree)
+    for name, data in files.items():
+        beta.add(name, 0o100644, add_blob(repo, data))
+    store.add_object(beta)
+    folder.add(b"beta", stat.S_IFDIR, beta.id)
+    store.add_object(folder)
+    add_entries(repo, {b"skills": (stat.S_IFDIR, folder.id)}, "beta's files")
+
+
 @pytest.mark.parametrize("served", ["/git", "/dumb"])
 async def test_a_tree_naming_folders_without_end_is_refused_by_its_entry_count(
     client: httpx.AsyncClient, alice: Account, server: SourceServer, tmp_path: Path, served: str
@@ -398,17 +416,7 @@ async def test_a_file_name_that_is_not_utf8_refuses_its_skill_and_never_merges_w
     # b"caf\xe9" read with replacement is "caf\ufffd", the name of the other file: one of the
     # two was silently dropped from the skill
     repo = git_repo(tmp_path / "repo", skill_files("alpha", "beta"))
-    skill = repo.object_store[repo.object_store[repo.head()].tree]
-    folder = repo.object_store[skill[b"skills"][1]]
-    beta = repo.object_store[folder[b"beta"][1]]
-    assert isinstance(beta, Tree)
-    beta.add(b"caf\xe9.txt", 0o100644, add_blob(repo, b"latin-1 name"))
-    beta.add("caf\ufffd.txt".encode(), 0o100644, add_blob(repo, b"utf-8 name"))
-    repo.object_store.add_object(beta)
-    assert isinstance(folder, Tree)
-    folder.add(b"beta", stat.S_IFDIR, beta.id)
-    repo.object_store.add_object(folder)
-    add_entries(repo, {b"skills": (stat.S_IFDIR, folder.id)}, "names")
+    add_to_beta(repo, {b"caf\xe9.txt": b"latin-1 name", "caf\ufffd.txt".encode(): b"utf-8 name"})
     server.repos["skills"] = tmp_path / "repo"
     response = await do_import(client, alice, server.url("/git/skills.git"))
     assert results(response) == {"alpha": "created", "beta": "refused"}
@@ -422,15 +430,7 @@ async def test_a_tree_entry_whose_name_holds_a_slash_refuses_its_skill(
     # an entry "scripts/run.sh" beside the folder "scripts" holding run.sh: two files of one
     # path, the last read silently winning
     repo = git_repo(tmp_path / "repo", skill_files("alpha", "beta"))
-    root = repo.object_store[repo.object_store[repo.head()].tree]
-    folder = repo.object_store[root[b"skills"][1]]
-    beta = repo.object_store[folder[b"beta"][1]]
-    assert isinstance(beta, Tree) and isinstance(folder, Tree)
-    beta.add(b"scripts/run.sh", 0o100644, add_blob(repo, b"rm -rf ~\n"))
-    repo.object_store.add_object(beta)
-    folder.add(b"beta", stat.S_IFDIR, beta.id)
-    repo.object_store.add_object(folder)
-    add_entries(repo, {b"skills": (stat.S_IFDIR, folder.id)}, "slash")
+    add_to_beta(repo, {b"scripts/run.sh": b"rm -rf ~\n"})
     server.repos["skills"] = tmp_path / "repo"
     response = await do_import(client, alice, server.url("/git/skills.git"))
     assert results(response) == {"alpha": "created", "beta": "refused"}
