@@ -30,12 +30,19 @@ class RemoteSource:
     path: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass
 class Allowance:
-    """What is left of an import's shared budget for one more remote fetch."""
+    """What is left of an import's shared budget for one more remote fetch. The fetcher notes
+    in `downloaded` the bytes it received, whether the fetch succeeds or fails: a source that
+    downloads its fill and then fails costs the budget as much as one that succeeds."""
 
     unpacked_bytes: int
+    download_bytes: int
     seconds: float
+    downloaded: int = 0
+
+    def note_downloaded(self, size: int) -> None:
+        self.downloaded = size
 
 
 class RemoteFetcher(Protocol):
@@ -48,16 +55,20 @@ class RemoteFetcher(Protocol):
 
 
 class SharedBudget:
-    """The remote sources of one import share one time and one bytes budget (the limits of one
-    import from a URL), so a marketplace listing many remote sources costs no more than that:
-    each fetch may use only what is left (`Allowance`), and once either is spent, the sources
-    left are refused with the fetch's own codes."""
+    """The remote sources of one import share one time, one download and one unpacked-bytes
+    budget (the limits of one import from a URL), so a marketplace listing many remote sources
+    costs no more than that: each fetch may use only what is left (`Allowance`), and once one
+    is spent, the sources left are refused with the fetch's own codes."""
 
-    def __init__(self, fetcher: RemoteFetcher, *, seconds: float, max_bytes: int) -> None:
+    def __init__(
+        self, fetcher: RemoteFetcher, *, seconds: float, max_bytes: int, max_download_bytes: int
+    ) -> None:
         self._fetcher = fetcher
         self._seconds = seconds
         self._max_bytes = max_bytes
         self._left = max_bytes
+        self._max_download = max_download_bytes
+        self._download_left = max_download_bytes
         self._deadline = time.monotonic() + seconds
 
     async def fetch(
@@ -69,11 +80,19 @@ class SharedBudget:
                 f"the remote sources of this import took longer than {self._seconds} s",
                 details={"limit": self._seconds},
             )
+        if self._download_left <= 0:
+            raise too_large(
+                "download_too_large", "the downloads of the remote sources", self._max_download
+            )
         if self._left <= 0:
             raise too_large("download_too_large", "the remote sources together", self._max_bytes)
-        files = await self._fetcher.fetch(source, Allowance(self._left, seconds_left))
+        mine = Allowance(self._left, self._download_left, seconds_left)
+        try:
+            files = await self._fetcher.fetch(source, mine)
+        finally:
+            self._download_left -= mine.downloaded
         self._left -= sum(len(f.data) for f in files.values())
-        if self._left < 0:  # a fetcher that ignored its allowance
+        if self._left < 0 or self._download_left < 0:  # a fetcher that ignored its allowance
             raise too_large("download_too_large", "the remote sources together", self._max_bytes)
         return files
 

@@ -56,11 +56,17 @@ class SourceFetcher:
         if allowance is not None:  # what the import's earlier sources left
             limits = replace(
                 limits,
+                download_bytes=min(limits.download_bytes, allowance.download_bytes),
                 unpacked_bytes=min(limits.unpacked_bytes, allowance.unpacked_bytes),
                 timeout_seconds=min(limits.timeout_seconds, allowance.seconds),
             )
         fetched = await fetch_source(
-            source.url, source.commit or source.ref, source.path, settings.egress, limits
+            source.url,
+            source.commit or source.ref,
+            source.path,
+            settings.egress,
+            limits,
+            received=allowance.note_downloaded if allowance is not None else None,
         )
         return plugin_files(fetched)
 

@@ -363,6 +363,7 @@ async def import_tree(
             fetcher,
             seconds=settings.import_timeout_seconds,
             max_bytes=settings.import_max_unpacked_bytes,
+            max_download_bytes=settings.import_max_download_bytes,
         )
     marketplace = MARKETPLACE in tree
     if marketplace:

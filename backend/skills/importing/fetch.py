@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import posixpath
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from urllib.parse import urlsplit
 
 from backend.skills.importing.archives import is_gzip, is_zip, unpack_tar_gz, unpack_zip
@@ -59,8 +59,11 @@ async def fetch_source(
     path: str | None,
     policy: EgressPolicy,
     limits: FetchLimits,
+    *,
+    received: Callable[[int], None] | None = None,
 ) -> FetchedTree:
-    """The files of `url` (at `ref`, under `path`) as a `FetchedTree`.
+    """The files of `url` (at `ref`, under `path`) as a `FetchedTree`. `received` is told the
+    bytes the fetch downloaded, whether it succeeds or fails (a budget shared by fetches).
 
     Raises `FetchError`s (`fetch_failed`, `fetch_timeout`, `download_too_large`,
     `egress_forbidden`, `unknown_ref`, `path_not_found`, `not_an_archive`, ...) and the
@@ -70,25 +73,31 @@ async def fetch_source(
     folder = normalize_path(path)
     # The downloads block (`Downloader`): each runs in a worker thread.
     with Downloader(policy, limits) as downloader:
-        if url_path.endswith(ARCHIVE_SUFFIXES):
-            is_git = False
-        else:
-            is_git = url_path.endswith(".git") or await asyncio.to_thread(
-                _answers_git, downloader, url
-            )
-        if is_git:
-            commit, files, problems = await asyncio.to_thread(
-                fetch_git, url, ref, folder, downloader
-            )
-            downloader.check_deadline()
-            name = posixpath.basename(folder) or _repo_name(url_path)
-            return FetchedTree(url, ref, commit, folder, "git", name, files, problems)
-        if ref is not None:
-            raise refused("ref_not_applicable", "a ref applies to git repositories only")
-        files = await asyncio.to_thread(_archive, downloader, url)
-        top, files = _strip_single_top(files)
-        name = posixpath.basename(folder) or top or _repo_name(url_path)
-        return FetchedTree(url, None, None, folder, "archive", name, _under(files, folder))
+        try:
+            return await _fetch(downloader, url, url_path, ref, folder)
+        finally:
+            if received is not None:
+                received(downloader.received)
+
+
+async def _fetch(
+    downloader: Downloader, url: str, url_path: str, ref: str | None, folder: str
+) -> FetchedTree:
+    if url_path.endswith(ARCHIVE_SUFFIXES):
+        is_git = False
+    else:
+        is_git = url_path.endswith(".git") or await asyncio.to_thread(_answers_git, downloader, url)
+    if is_git:
+        commit, files, problems = await asyncio.to_thread(fetch_git, url, ref, folder, downloader)
+        downloader.check_deadline()
+        name = posixpath.basename(folder) or _repo_name(url_path)
+        return FetchedTree(url, ref, commit, folder, "git", name, files, problems)
+    if ref is not None:
+        raise refused("ref_not_applicable", "a ref applies to git repositories only")
+    files = await asyncio.to_thread(_archive, downloader, url)
+    top, files = _strip_single_top(files)
+    name = posixpath.basename(folder) or top or _repo_name(url_path)
+    return FetchedTree(url, None, None, folder, "archive", name, _under(files, folder))
 
 
 def _answers_git(downloader: Downloader, url: str) -> bool:

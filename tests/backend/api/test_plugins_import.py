@@ -3,19 +3,28 @@ repositories on loopback, on both databases."""
 
 from __future__ import annotations
 
+import base64
 import json
+import random
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from fastapi import FastAPI
 
 from backend.config import Settings
 from tests.support.accounts import Account
 from tests.support.chat import LOOPBACK_ALLOW
 from tests.support.errors import assert_error
-from tests.support.marketplace import SALES_FILES, TOOLKIT_FILES, plugin_zip
+from tests.support.marketplace import (
+    SALES_FILES,
+    TOOLKIT_FILES,
+    build_zip,
+    plugin_zip,
+    skill_md,
+)
 from tests.support.sources import SourceServer, commit_files, git_repo
 
 PLUGINS = "/api/v1/namespaces/dev/plugins"
@@ -263,3 +272,40 @@ async def test_a_git_subdir_source_is_fetched_at_its_commit_from_its_folder(
     assert kit_answer["status"] == "created"
     assert kit_answer["commands"] == ["scaffold"]  # at the commit: `later` came after
     assert [s["name"] for s in kit_answer["skills"]] == ["kit/ui-toolkit-web"]  # name derived
+
+
+async def test_a_marketplaces_remote_sources_share_one_download_budget(
+    app: FastAPI, client: httpx.AsyncClient, alice: Account, server: SourceServer, tmp_path: Path
+) -> None:
+    # Each remote source could download the whole per-import limit: a marketplace listing many
+    # sources made the server download that many times the limit.
+    filler = base64.b64encode(random.Random(7).randbytes(30_000)).decode()  # hardly compresses
+    plugins = []
+    for name in ("one", "two", "three"):
+        files = {
+            ".claude-plugin/plugin.json": json.dumps({"name": name}),
+            f"skills/{name}/SKILL.md": skill_md(name, f"The {name} skill.", "BODY"),
+            f"skills/{name}/assets/filler.txt": filler,
+        }
+        server.files[f"/{name}.zip"] = build_zip(files, root=name)
+        source = {"source": "url", "url": server.url(f"/{name}.zip")}
+        plugins.append({"name": name, "source": source})
+    size = len(server.files["/one.zip"])
+    document = {"name": "heavy-market", "plugins": plugins}
+    git_repo(tmp_path / "market", {".claude-plugin/marketplace.json": json.dumps(document)})
+    server.repos["market"] = tmp_path / "market"
+    saved = app.state.settings
+    # Each archive fits the per-fetch limit; two of them do, three do not.
+    app.state.settings = saved.model_copy(update={"import_max_download_bytes": 2 * size + 100})
+    try:
+        response = await import_url(client, alice, server.url("/git/market.git"))
+    finally:
+        app.state.settings = saved
+
+    assert response.status_code == 201, response.text
+    found = by_name(response.json())
+    assert found["one"]["status"] == found["two"]["status"] == "created"
+    assert found["three"]["status"] == "refused"
+    assert found["three"]["code"] == "download_too_large"
+    # refused on its declared length: the third archive's body was never read in full
+    assert server.requests.count("/three.zip") <= 1
