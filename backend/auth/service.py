@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from sqlalchemy import Select, Table, bindparam, select, update
-from sqlalchemy.engine import RowMapping
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 from sqlalchemy.orm import make_transient_to_detached
 
 from backend.auth.tokens import generate_token, hash_token
+from backend.db.hot_reads import HotRead
 from backend.db.models import SYSTEM_USER_ID, ApiToken, Base, User
 from backend.db.types import utcnow
 from backend.errors import Conflict, InvalidRequest, NotFound, Unauthorized
@@ -148,14 +148,14 @@ def refusal(token: ApiToken, user: User, now: datetime) -> Unauthorized | None:
 # through a Session cost a request more CPU than the read itself.
 _TOKENS: Table = ApiToken.__table__  # type: ignore[assignment]
 _USERS: Table = User.__table__  # type: ignore[assignment]
-_BY_HASH = (
+_BY_HASH = HotRead(
     select(*(c.label(f"t_{c.key}") for c in _TOKENS.c), *(c.label(f"u_{c.key}") for c in _USERS.c))
     .join_from(_TOKENS, _USERS, _USERS.c.id == _TOKENS.c.user_id)
     .where(_TOKENS.c.token_hash == bindparam("token_hash"))
 )
 
 
-def _detached(model: type[M], row: RowMapping, prefix: str) -> M:
+def _detached(model: type[M], row: Mapping[str, Any], prefix: str) -> M:
     """The row's columns under `prefix` as a detached instance, as if a Session had loaded it."""
     instance = model(**{key[len(prefix) :]: v for key, v in row.items() if key.startswith(prefix)})
     make_transient_to_detached(instance)
@@ -165,10 +165,10 @@ def _detached(model: type[M], row: RowMapping, prefix: str) -> M:
 async def identify(session: AsyncSession | AsyncConnection, secret: str) -> tuple[User, ApiToken]:
     """The active user owning an unrevoked, unexpired token, and that token; or `Unauthorized`.
     One read, no write (`touch_due` tells whether `last_used_at` should be written)."""
-    found = (await session.execute(_BY_HASH, {"token_hash": hash_token(secret)})).mappings()
-    row = found.first()
-    if row is None:
+    found = await _BY_HASH.rows(session, {"token_hash": hash_token(secret)})
+    if not found:
         raise Unauthorized("unknown token", code="invalid_token")
+    row = found[0]._asdict()
     token, user = _detached(ApiToken, row, "t_"), _detached(User, row, "u_")
     refused = refusal(token, user, utcnow())
     if refused is not None:

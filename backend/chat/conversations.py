@@ -25,6 +25,7 @@ from sqlalchemy.engine import CursorResult
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
+from backend.db.hot_reads import HotRead
 from backend.db.models import Conversation, Message, User, UserQuota
 from backend.db.sqlite_driver import defer, execute_and_commit
 from backend.db.types import NoNul, utcnow
@@ -46,7 +47,7 @@ MessageText = Annotated[str, Field(min_length=1, max_length=MAX_MESSAGE_CHARS), 
 
 # The statements every turn runs, built once with bind parameters: building a statement and its
 # cache key cost more than SQLite took to run it (SQLAlchemy memoizes a built statement's key).
-_OWNED_WITH_OVERRIDES = (
+_OWNED_WITH_OVERRIDES = HotRead(
     select(Conversation.id, UserQuota.limits)
     .outerjoin(UserQuota, UserQuota.user_id == Conversation.user_id)
     .where(Conversation.id == bindparam("cid"), Conversation.user_id == bindparam("uid"))
@@ -92,7 +93,7 @@ _ADD_REPLY = insert(_MESSAGES).returning(_MESSAGES.c.id)
 # query (only a retried turn's stored answer becomes a `Message`).
 # The Ghost's stored JSON comes on the user message's row only (a CASE, so the subquery runs
 # once): the turn needs no statement of its own to read it.
-_WINDOW = (
+_WINDOW = HotRead(
     select(
         Conversation.ghost,
         User.id.label("user_id"),
@@ -226,7 +227,8 @@ async def quota_overrides_if_owned(
     overrides (`user_quotas.limits`; None without a row), which admitting a turn needs. A read:
     on SQLite it takes no write lock while the send is admitted."""
     params = {"cid": conversation_id, "uid": user_id}
-    row = (await session.execute(_OWNED_WITH_OVERRIDES, params)).first()
+    found = await _OWNED_WITH_OVERRIDES.rows(session, params)
+    row = found[0] if found else None
     if row is None:  # someone else's conversation is indistinguishable from none
         raise _not_found()
     overrides: dict[str, Any] | None = row.limits
@@ -325,7 +327,7 @@ async def turn_window(
     conversation a user already owns) and the newest `history` messages before
     `message_id`; older ones only count for turn indices."""
     params = {"cid": conversation_id, "mid": message_id, "rows": history + 2}
-    found = (await session.execute(_WINDOW, params)).all()
+    found = await _WINDOW.rows(session, params)
     if not found:
         return TurnWindow(None, None, None, None, [], 0)
     head = found[0]

@@ -247,3 +247,18 @@ async def execute_and_commit(
             lean.commit_next = False  # not run (e.g. refused before the driver was reached)
     await connection.commit()  # SQLAlchemy's bookkeeping; on SQLite no transaction is left
     return rows
+
+
+def lean_connection(dbapi_connection: Any) -> _LeanConnection | None:
+    """The pooled DBAPI connection as this driver's, or None on another driver."""
+    return dbapi_connection if isinstance(dbapi_connection, _LeanConnection) else None
+
+
+async def read_rows(
+    connection: _LeanConnection, operation: str, parameters: Sequence[Any]
+) -> list[Any]:
+    """A statement's rows in one trip (the statements held back go first), no SQLAlchemy
+    execution around it (`backend/db/hot_reads.py`)."""
+    cursor = _LeanCursor(connection)
+    await cursor._call(False, operation, parameters)
+    return list(cursor._rows)

@@ -1,0 +1,122 @@
+"""Prebuilt SELECTs run straight on the driver: the reads every request or turn makes.
+
+SQLAlchemy's execution of a prebuilt Core statement (a greenlet, an execution context, a cursor
+result and its rows) costs about 150-200 µs of CPU per statement here, more than SQLite takes to
+run these. A `HotRead` compiles its statement once per dialect and runs it on the connection's
+own driver connection: on SQLite in the lean driver's one trip to aiosqlite's thread
+(`backend/db/sqlite_driver.py`, statements it holds back go first), on PostgreSQL on a psycopg
+cursor. Each column goes through its type's result processor, as SQLAlchemy's would, and rows
+are named tuples (attributes, indexes, `_asdict()`).
+
+Reads only: a write SQLAlchemy did not issue would be outside its transaction bookkeeping. A
+driver error comes out as SQLAlchemy's (`DBAPIError.instance`), and a connection the server
+closed is invalidated, as SQLAlchemy's execution does: callers handle both as they would.
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+from sqlalchemy import Dialect, Select
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
+from sqlalchemy.sql.compiler import SQLCompiler
+
+from backend.db.sqlite_driver import lean_connection, read_rows
+
+
+@dataclass(frozen=True)
+class _Compiled:
+    sql: str
+    compiled: SQLCompiler
+    positional: tuple[str, ...] | None  # qmark dialects: the parameters' order
+    processors: tuple[Callable[[Any], Any] | None, ...]
+    row: Callable[..., tuple[Any, ...]]
+
+
+class HotRead:
+    """One SELECT, compiled once per dialect, run on the driver (module docstring)."""
+
+    def __init__(self, statement: Select[Any]) -> None:
+        self.statement = statement
+        self._by_dialect: dict[str, _Compiled] = {}
+
+    def _compile(self, dialect: Dialect) -> _Compiled:
+        found = self._by_dialect.get(dialect.name)
+        if found is not None:
+            return found
+        compiled = self.statement.compile(dialect=dialect)
+        assert isinstance(compiled, SQLCompiler)
+        sql = compiled.string
+        for bind in compiled.binds.values():  # values go to the driver as given
+            if bind.expanding or bind.type.dialect_impl(dialect).bind_processor(dialect):
+                raise TypeError(f"{bind.key!r} needs SQLAlchemy's parameter processing")
+        if "POSTCOMPILE" in sql:
+            raise TypeError("the statement is completed at execution time")
+        columns = list(self.statement.selected_columns)
+        processors = tuple(
+            c.type.dialect_impl(dialect).result_processor(dialect, None) for c in columns
+        )
+        keys = list(self.statement.selected_columns.keys())
+        found = _Compiled(
+            sql,
+            compiled,
+            tuple(compiled.positiontup) if compiled.positional and compiled.positiontup else None,
+            processors,
+            namedtuple("Row", keys, rename=True),  # noqa: PYI024
+        )
+        self._by_dialect[dialect.name] = found
+        return found
+
+    async def rows(
+        self, executor: AsyncConnection | AsyncSession, params: Mapping[str, Any]
+    ) -> list[Any]:
+        """The statement's rows on `executor`'s connection, in its transaction."""
+        connection = executor if isinstance(executor, AsyncConnection) else None
+        if connection is None:
+            assert isinstance(executor, AsyncSession)
+            connection = await executor.connection()
+        if not connection.in_transaction():  # as SQLAlchemy's execution would begin it: its
+            await connection.begin()  # commit and rollback then end what the driver began
+        dialect = connection.dialect
+        prepared = self._compile(dialect)
+        bound = prepared.compiled.construct_params(dict(params))
+        raw = await connection.get_raw_connection()
+        error: type[Exception] = dialect.loaded_dbapi.Error
+        try:
+            found = await self._run(connection, raw, prepared, bound)
+        except error as exc:
+            gone = dialect.is_disconnect(cast(Any, exc), raw.dbapi_connection, None)
+            if gone:
+                await connection.invalidate(exc)
+            raise DBAPIError.instance(
+                prepared.sql, bound, exc, error, connection_invalidated=gone, dialect=dialect
+            ) from exc
+        return [prepared.row(*_processed(prepared.processors, r)) for r in found]
+
+    @staticmethod
+    async def _run(
+        connection: AsyncConnection,
+        raw: Any,
+        prepared: _Compiled,
+        bound: Mapping[str, Any],
+    ) -> Sequence[Sequence[Any]]:
+        lean = lean_connection(raw.dbapi_connection)
+        if lean is not None:
+            assert prepared.positional is not None
+            return await read_rows(lean, prepared.sql, [bound[k] for k in prepared.positional])
+        if connection.dialect.name == "postgresql":
+            driver: Any = raw.driver_connection
+            async with driver.cursor() as cursor:
+                await cursor.execute(prepared.sql, bound)
+                return list(await cursor.fetchall())
+        raise TypeError(f"no direct reads on {connection.dialect.name}")
+
+
+def _processed(
+    processors: tuple[Callable[[Any], Any] | None, ...], row: Sequence[Any]
+) -> list[Any]:
+    return [v if p is None else p(v) for p, v in zip(processors, row, strict=True)]
