@@ -28,6 +28,7 @@ from backend.chat.builder import skill_spec
 from backend.chat.skill_versions import UsedVersion
 from backend.crd.skill import Skill
 from backend.crd.stored import stored
+from backend.db.hot_reads import driver_rows
 from backend.db.models import SYSTEM_USER_ID, Kind, SkillSearch, SkillVersion
 from backend.db.pipeline import run_all
 from backend.errors import SkillhiveError
@@ -292,8 +293,7 @@ async def _sized(
         f"SELECT size.n, size.total, size.secrets, {'size.df' if query else 'NULL'}, "
         f"{_ENTRY_SQL} FROM size LEFT JOIN sizes ON size.fits = 1 ORDER BY sizes.name"
     )
-    connection = await session.connection()
-    found: Any = (await connection.exec_driver_sql(sql, dict(where.params))).all()
+    found: Any = await driver_rows(await session.connection(), sql, where.params)
     head = found[0]
     count, chars, secrets = int(head[0]), int(head[1]), bool(head[2])
     fits_budget = count <= most and chars <= budget_chars

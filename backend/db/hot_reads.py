@@ -79,41 +79,43 @@ class HotRead:
         if connection is None:
             assert isinstance(executor, AsyncSession)
             connection = await executor.connection()
-        if not connection.in_transaction():  # as SQLAlchemy's execution would begin it: its
-            await connection.begin()  # commit and rollback then end what the driver began
-        dialect = connection.dialect
-        prepared = self._compile(dialect)
+        prepared = self._compile(connection.dialect)
         bound = prepared.compiled.construct_params(dict(params))
-        raw = await connection.get_raw_connection()
-        error: type[Exception] = dialect.loaded_dbapi.Error
-        try:
-            found = await self._run(connection, raw, prepared, bound)
-        except error as exc:
-            gone = dialect.is_disconnect(cast(Any, exc), raw.dbapi_connection, None)
-            if gone:
-                await connection.invalidate(exc)
-            raise DBAPIError.instance(
-                prepared.sql, bound, exc, error, connection_invalidated=gone, dialect=dialect
-            ) from exc
+        values = [bound[k] for k in prepared.positional] if prepared.positional else bound
+        found = await driver_rows(connection, prepared.sql, values)
         return [prepared.row(*_processed(prepared.processors, r)) for r in found]
 
-    @staticmethod
-    async def _run(
-        connection: AsyncConnection,
-        raw: Any,
-        prepared: _Compiled,
-        bound: Mapping[str, Any],
-    ) -> Sequence[Sequence[Any]]:
+
+async def driver_rows(
+    connection: AsyncConnection, sql: str, params: Mapping[str, Any] | Sequence[Any]
+) -> list[Sequence[Any]]:
+    """The rows of driver SQL (the dialect's own parameter style) as the driver gives them,
+    like `exec_driver_sql(...).all()` without SQLAlchemy's execution around it."""
+    if not connection.in_transaction():  # as SQLAlchemy's execution would begin it: its
+        await connection.begin()  # commit and rollback then end what the driver began
+    dialect = connection.dialect
+    raw = await connection.get_raw_connection()
+    error: type[Exception] = dialect.loaded_dbapi.Error
+    try:
         lean = lean_connection(raw.dbapi_connection)
         if lean is not None:
-            assert prepared.positional is not None
-            return await read_rows(lean, prepared.sql, [bound[k] for k in prepared.positional])
-        if connection.dialect.name == "postgresql":
-            driver: Any = raw.driver_connection
-            async with driver.cursor() as cursor:
-                await cursor.execute(prepared.sql, bound)
-                return list(await cursor.fetchall())
-        raise TypeError(f"no direct reads on {connection.dialect.name}")
+            # sqlite3 binds names from a dict only (not any mapping)
+            return await read_rows(
+                lean, sql, dict(params) if isinstance(params, Mapping) else params
+            )
+        if dialect.name != "postgresql":
+            raise TypeError(f"no direct reads on {dialect.name}")
+        driver: Any = raw.driver_connection
+        async with driver.cursor() as cursor:
+            await cursor.execute(sql, params)
+            return list(await cursor.fetchall())
+    except error as exc:
+        gone = dialect.is_disconnect(cast(Any, exc), raw.dbapi_connection, None)
+        if gone:
+            await connection.invalidate(exc)
+        raise DBAPIError.instance(
+            sql, params, exc, error, connection_invalidated=gone, dialect=dialect
+        ) from exc
 
 
 def _processed(

@@ -255,7 +255,7 @@ def lean_connection(dbapi_connection: Any) -> _LeanConnection | None:
 
 
 async def read_rows(
-    connection: _LeanConnection, operation: str, parameters: Sequence[Any]
+    connection: _LeanConnection, operation: str, parameters: Mapping[str, Any] | Sequence[Any]
 ) -> list[Any]:
     """A statement's rows in one trip (the statements held back go first), no SQLAlchemy
     execution around it (`backend/db/hot_reads.py`)."""

@@ -12,7 +12,7 @@ from sqlalchemy.exc import DBAPIError
 from backend.auth import service as auth
 from backend.chat import conversations
 from backend.db.engine import create_engine, create_sessionmaker
-from backend.db.hot_reads import HotRead
+from backend.db.hot_reads import HotRead, driver_rows
 from backend.db.models import ApiToken, Message, User, UserQuota
 from backend.db.sqlite_driver import defer
 
@@ -113,3 +113,18 @@ def test_statements_it_cannot_run_as_given_are_refused_at_first_use() -> None:
             dated._compile(engine.dialect)
     finally:
         engine.sync_engine.dispose()
+
+
+async def test_driver_sql_rows_are_exec_driver_sqls(database_url: str) -> None:
+    engine = create_engine(database_url)
+    style = ":name" if engine.dialect.name == "sqlite" else "%(name)s"
+    sql = f"SELECT id, name, is_active FROM users WHERE name = {style} ORDER BY id"
+    try:
+        async with engine.connect() as conn:
+            await conn.execute(insert(User).values(name="dee"))
+            expected = [tuple(r) for r in (await conn.exec_driver_sql(sql, {"name": "dee"})).all()]
+            found = await driver_rows(conn, sql, {"name": "dee"})
+            await conn.rollback()
+        assert [tuple(r) for r in found] == expected and len(found) == 1
+    finally:
+        await engine.dispose()
