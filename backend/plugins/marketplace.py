@@ -92,7 +92,11 @@ class SharedBudget:
         finally:
             self._download_left -= mine.downloaded
         self._left -= sum(len(f.data) for f in files.values())
-        if self._left < 0 or self._download_left < 0:  # a fetcher that ignored its allowance
+        if self._download_left < 0:  # a fetcher that ignored its allowance
+            raise too_large(
+                "download_too_large", "the downloads of the remote sources", self._max_download
+            )
+        if self._left < 0:
             raise too_large("download_too_large", "the remote sources together", self._max_bytes)
         return files
 

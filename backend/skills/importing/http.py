@@ -69,9 +69,10 @@ class Downloader:
     def __init__(self, policy: EgressPolicy, limits: FetchLimits) -> None:
         self.policy = policy
         self.limits = limits
-        self.received = 0
+        self.received = 0  # every byte read off the fetch's connections
+        self._before_answer = 0  # `received` when the last request was sent
         self.deadline = time.monotonic() + limits.timeout_seconds
-        backend = _EgressBackend(policy, asyncio.get_running_loop(), self.remaining)
+        backend = _EgressBackend(policy, asyncio.get_running_loop(), self.remaining, self._charge)
         self._client = httpx.Client(
             transport=_Transport(backend),
             # No timer of httpx's: the fetch's deadline bounds every socket operation.
@@ -101,6 +102,13 @@ class Downloader:
 
     def check_deadline(self) -> None:
         self.remaining()
+
+    def _charge(self, size: int) -> None:
+        """Bytes read off a connection: headers, chunk framing, redirects and bodies alike (a
+        body's count alone missed 8 KB chunk extensions around each 1-byte chunk)."""
+        self.received += size
+        if self.received > self.limits.download_bytes:
+            raise too_large("download_too_large", "the download", self.limits.download_bytes)
 
     def request(
         self,
@@ -161,6 +169,7 @@ class Downloader:
         for _ in range(MAX_REDIRECTS + 1):
             self.policy.check_url(url)
             request = self._client.build_request(method, url, headers=headers, content=content)
+            self._before_answer = self.received  # its bytes may arrive with the headers
             response = self._client.send(request, stream=True)
             location = response.headers.get("location")
             if response.status_code not in _REDIRECTS or not location:
@@ -177,7 +186,7 @@ class Downloader:
         raise FetchFailed(f"more than {MAX_REDIRECTS} redirects", details={"limit": MAX_REDIRECTS})
 
     def _body(self, response: httpx.Response) -> Iterator[bytes]:
-        """The body's chunks as they arrive, each charged to the fetch's byte budget."""
+        """The body's chunks as they arrive (the connection charges them to the budget)."""
         cap = self.limits.download_bytes
         encoding = content_encoding(response.headers)
         if encoding not in _KEPT_ENCODINGS and response.is_success:
@@ -186,13 +195,10 @@ class Downloader:
                 details={"reason": "content_encoding", "encoding": encoding[:40]},
             )
         declared = response.headers.get("content-length", "")
-        if declared.isdigit() and self.received + int(declared) > cap:
+        if declared.isdigit() and self._before_answer + int(declared) > cap:
             raise too_large("download_too_large", "the download", cap)
-        for chunk in response.iter_raw():  # as sent: never decoded here (module docstring)
-            self.received += len(chunk)
-            if self.received > cap:
-                raise too_large("download_too_large", "the download", cap)
-            yield chunk
+        # as sent: never decoded here (module docstring); charged as read (`_charge`)
+        yield from response.iter_raw()
 
 
 class StreamedBody:
@@ -246,12 +252,20 @@ class _DeadlineStream(httpcore.NetworkStream):
     """A connection whose every operation waits at most until the fetch's deadline: no timer
     per operation, yet a source that trickles its answer is cut when the fetch's time ends."""
 
-    def __init__(self, inner: httpcore.NetworkStream, remaining: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        inner: httpcore.NetworkStream,
+        remaining: Callable[[], float],
+        charge: Callable[[int], None],
+    ) -> None:
         self._inner = inner
         self._remaining = remaining
+        self._charge = charge  # every byte read counts against the fetch's download budget
 
     def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        return self._inner.read(max_bytes, timeout=self._remaining())
+        data = self._inner.read(max_bytes, timeout=self._remaining())
+        self._charge(len(data))
+        return data
 
     def write(self, buffer: bytes, timeout: float | None = None) -> None:
         self._inner.write(buffer, timeout=self._remaining())
@@ -266,7 +280,7 @@ class _DeadlineStream(httpcore.NetworkStream):
         timeout: float | None = None,
     ) -> httpcore.NetworkStream:
         tls = self._inner.start_tls(ssl_context, server_hostname, timeout=self._remaining())
-        return _DeadlineStream(tls, self._remaining)
+        return _DeadlineStream(tls, self._remaining, self._charge)
 
     def get_extra_info(self, info: str) -> object:
         return self._inner.get_extra_info(info)
@@ -280,10 +294,12 @@ class _EgressBackend(httpcore.NetworkBackend):
         policy: EgressPolicy,
         loop: asyncio.AbstractEventLoop,
         remaining: Callable[[], float],
+        charge: Callable[[int], None],
     ) -> None:
         self._policy = policy
         self._loop = loop
         self._remaining = remaining
+        self._charge = charge
         self._inner = httpcore.SyncBackend()
 
     def connect_tcp(
@@ -307,7 +323,7 @@ class _EgressBackend(httpcore.NetworkBackend):
             except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
                 failure = exc
             else:
-                return _DeadlineStream(stream, self._remaining)
+                return _DeadlineStream(stream, self._remaining, self._charge)
         assert failure is not None  # getaddrinfo answers at least one address or raises
         raise failure
 

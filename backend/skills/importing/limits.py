@@ -11,7 +11,7 @@ MiB = 1024 * 1024
 
 @dataclass(frozen=True)
 class FetchLimits:
-    download_bytes: int = 64 * MiB  # every response body of the fetch together
+    download_bytes: int = 64 * MiB  # every byte the fetch reads off its connections
     unpacked_bytes: int = 256 * MiB  # the files of the archive or git tree together
     files: int = 1000
     timeout_seconds: float = 60.0  # the whole fetch
