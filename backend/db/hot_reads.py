@@ -9,12 +9,14 @@ cursor. Each column goes through its type's result processor, as SQLAlchemy's wo
 are named tuples (attributes, indexes, `_asdict()`).
 
 Reads only: a write SQLAlchemy did not issue would be outside its transaction bookkeeping. A
-driver error comes out as SQLAlchemy's (`DBAPIError.instance`), and a connection the server
-closed is invalidated, as SQLAlchemy's execution does: callers handle both as they would.
+driver error comes out as SQLAlchemy's (`DBAPIError.instance`); a connection the server closed
+is invalidated with every older one of its pool, and one whose read was cancelled is dropped,
+as SQLAlchemy's execution does: callers handle both as they would.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections import namedtuple
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -23,6 +25,7 @@ from typing import Any, cast
 from sqlalchemy import Dialect, Select
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
+from sqlalchemy.sql import sqltypes
 from sqlalchemy.sql.compiler import SQLCompiler
 
 from backend.db.sqlite_driver import lean_connection, read_rows
@@ -57,6 +60,9 @@ class HotRead:
         if "POSTCOMPILE" in sql:
             raise TypeError("the statement is completed at execution time")
         columns = list(self.statement.selected_columns)
+        for c in columns:  # their processors depend on the column type the driver reports
+            if isinstance(c.type, sqltypes.Numeric):
+                raise TypeError(f"{c.key!r} needs SQLAlchemy's result processing")
         processors = tuple(
             c.type.dialect_impl(dialect).result_processor(dialect, None) for c in columns
         )
@@ -111,11 +117,15 @@ async def driver_rows(
             return list(await cursor.fetchall())
     except error as exc:
         gone = dialect.is_disconnect(cast(Any, exc), raw.dbapi_connection, None)
-        if gone:
+        if gone:  # as SQLAlchemy does: every connection opened before this one goes too
+            connection.sync_engine.pool._invalidate(raw, exc)
             await connection.invalidate(exc)
         raise DBAPIError.instance(
             sql, params, exc, error, connection_invalidated=gone, dialect=dialect
         ) from exc
+    except asyncio.CancelledError:  # as SQLAlchemy does: a statement cut short is not reused
+        await asyncio.shield(connection.invalidate())
+        raise
 
 
 def _processed(

@@ -260,5 +260,8 @@ async def read_rows(
     """A statement's rows in one trip (the statements held back go first), no SQLAlchemy
     execution around it (`backend/db/hot_reads.py`)."""
     cursor = _LeanCursor(connection)
-    await cursor._call(False, operation, parameters)
+    try:
+        await cursor._call(False, operation, parameters)
+    except Exception as error:  # aiosqlite's closed connection as sqlite3's error, as SQLAlchemy's
+        connection._handle_exception(error)  # adapter raises it
     return list(cursor._rows)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
-from sqlalchemy import bindparam, column, insert, select, table
+from sqlalchemy import Numeric, bindparam, cast, column, insert, select, table
 from sqlalchemy.exc import DBAPIError
 
 from backend.auth import service as auth
@@ -111,6 +111,9 @@ def test_statements_it_cannot_run_as_given_are_refused_at_first_use() -> None:
         )
         with pytest.raises(TypeError):  # its parameter needs the type's processing
             dated._compile(engine.dialect)
+        numeric = HotRead(select(cast(User.id, Numeric(10, 2))))
+        with pytest.raises(TypeError):  # its processor needs the column type the driver reports
+            numeric._compile(engine.dialect)
     finally:
         engine.sync_engine.dispose()
 
@@ -126,5 +129,47 @@ async def test_driver_sql_rows_are_exec_driver_sqls(database_url: str) -> None:
             found = await driver_rows(conn, sql, {"name": "dee"})
             await conn.rollback()
         assert [tuple(r) for r in found] == expected and len(found) == 1
+    finally:
+        await engine.dispose()
+
+
+@pytest.mark.parametrize("db_backend", ["postgresql"], indirect=True)
+async def test_a_read_on_a_closed_connection_replaces_every_older_one(database_url: str) -> None:
+    # As the auth pool is made: no pre-ping, so a read meets a connection the server closed.
+    engine = create_engine(database_url, pool_size=3, overflow=0, pre_ping=False, autocommit=True)
+    read = HotRead(select(User.id).where(User.name == bindparam("name")))
+    try:
+        opened = [await engine.connect() for _ in range(3)]  # three pooled connections
+        for conn in opened:
+            assert await read.rows(conn, {"name": "nobody"}) == []
+        for conn in opened:
+            await conn.close()
+        admin = create_engine(database_url)
+        async with admin.connect() as other:  # the server closes every one of them
+            await other.exec_driver_sql(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+        await admin.dispose()
+        with pytest.raises(DBAPIError) as refused:
+            async with engine.connect() as conn:
+                await read.rows(conn, {"name": "nobody"})
+        assert refused.value.connection_invalidated
+        async with engine.connect() as conn:  # a new connection: the older ones went too
+            assert await read.rows(conn, {"name": "nobody"}) == []
+    finally:
+        await engine.dispose()
+
+
+@pytest.mark.parametrize("db_backend", ["sqlite"], indirect=True)
+async def test_a_read_on_a_closed_sqlite_connection_is_sqlalchemys_error(database_url: str) -> None:
+    engine = create_engine(database_url)
+    try:
+        async with engine.connect() as conn:
+            raw = await conn.get_raw_connection()
+            await raw.driver_connection.close()  # aiosqlite raises ValueError on it then
+            with pytest.raises(DBAPIError):
+                await driver_rows(conn, "SELECT 1", {})
+            await conn.invalidate()
     finally:
         await engine.dispose()
