@@ -455,7 +455,7 @@ class Settings(BaseSettings):
     @property
     def egress(self) -> EgressPolicy:
         """The egress policy of tenant-chosen endpoints (`chat_shell.net`)."""
-        return EgressPolicy(allow=tuple(self.egress_allow), deny=tuple(self.egress_deny))
+        return _egress_policy(tuple(self.egress_allow), tuple(self.egress_deny))
 
     @field_validator("*", mode="before")
     @classmethod
@@ -471,6 +471,12 @@ class Settings(BaseSettings):
         if self.database_url:
             return self.database_url
         return f"sqlite+aiosqlite:///{(self.data_dir / 'skillhive.db').resolve()}"
+
+
+@lru_cache(maxsize=32)
+def _egress_policy(allow: tuple[str, ...], deny: tuple[str, ...]) -> EgressPolicy:
+    """One policy per entry list (it is immutable): parsing the entries cost every turn."""
+    return EgressPolicy(allow=allow, deny=deny)
 
 
 def _is_optional(field_name: str | None) -> bool:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from starlette.datastructures import Headers
@@ -48,22 +49,26 @@ _CLOSE = (b"connection", b"close")
 @dataclass(frozen=True)
 class BodyCap:
     limit: int  # bytes the body may have
-    error: SkillhiveError  # the 413 when it has more
+    # The 413 when it has more, made then: an exception per request cost more than the check.
+    error: Callable[[], SkillhiveError]
 
 
 def body_cap(method: str, path: str, settings: Settings) -> BodyCap:
     """The cap of the route `method path` (one table for every route)."""
     if method in ("POST", "PUT") and _UPLOAD.fullmatch(path):
         archive = settings.max_archive_bytes
-        error = PackageError(
-            ErrorCode.ARCHIVE_TOO_LARGE, f"archive is larger than {archive} bytes", limit=archive
-        )
-        return BodyCap(archive + MULTIPART_OVERHEAD, error)
+        return BodyCap(archive + MULTIPART_OVERHEAD, lambda: _archive_too_large(archive))
     if method == "POST" and _FILES.fullmatch(path):
         file_limit = settings.conversation_file_max_bytes
-        return BodyCap(file_limit + MULTIPART_OVERHEAD, file_too_large(file_limit))
+        return BodyCap(file_limit + MULTIPART_OVERHEAD, lambda: file_too_large(file_limit))
     limit = MAX_APPLY_BYTES if path == _APPLY else settings.max_json_body_bytes
-    return BodyCap(limit, too_large(limit))
+    return BodyCap(limit, lambda: too_large(limit))
+
+
+def _archive_too_large(limit: int) -> PackageError:
+    return PackageError(
+        ErrorCode.ARCHIVE_TOO_LARGE, f"archive is larger than {limit} bytes", limit=limit
+    )
 
 
 def too_large(limit: int) -> PayloadTooLarge:
@@ -104,7 +109,7 @@ class BodyLimitMiddleware:
                 return
         cap = body_cap(scope["method"], scope["path"], self.settings)
         if declared is not None and declared > cap.limit:
-            await _respond(scope, send, cap.error, close=not await body.drain())
+            await _respond(scope, send, cap.error(), close=not await body.drain())
             return
         await _CappedExchange(self.app, scope, body, send, cap).run()
 
@@ -190,7 +195,7 @@ class _CappedExchange:
 
     async def _reject(self) -> None:
         self.started = self.replaced = True
-        await _respond(self.scope, self._send, self.cap.error, close=not await self.body.drain())
+        await _respond(self.scope, self._send, self.cap.error(), close=not await self.body.drain())
 
 
 async def _authenticate(scope: Scope, headers: Headers, settings: Settings) -> None:
