@@ -118,13 +118,14 @@ async def driver_rows(
     except error as exc:
         gone = dialect.is_disconnect(cast(Any, exc), raw.dbapi_connection, None)
         if gone:  # as SQLAlchemy does: every connection opened before this one goes too
-            connection.sync_engine.pool._invalidate(raw, exc)
+            # (only marked here: the close is SQLAlchemy's, in its greenlet, just below)
+            connection.sync_engine.pool._invalidate(raw, exc, _checkin=False)
             await connection.invalidate(exc)
         raise DBAPIError.instance(
             sql, params, exc, error, connection_invalidated=gone, dialect=dialect
         ) from exc
-    except asyncio.CancelledError:  # as SQLAlchemy does: a statement cut short is not reused
-        await asyncio.shield(connection.invalidate())
+    except asyncio.CancelledError:  # as SQLAlchemy does: a statement cut short is not reused;
+        await connection.invalidate()  # a second cancel meets SQLAlchemy's own force-close
         raise
 
 
