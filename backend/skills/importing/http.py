@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from types import TracebackType
+from typing import Any
 from urllib.parse import urljoin
 
 import httpcore
@@ -279,11 +280,83 @@ class _DeadlineStream(httpcore.NetworkStream):
         server_hostname: str | None = None,
         timeout: float | None = None,
     ) -> httpcore.NetworkStream:
-        tls = self._inner.start_tls(ssl_context, server_hostname, timeout=self._remaining())
-        return _DeadlineStream(tls, self._remaining, self._charge)
+        return _MemoryTLS(self, ssl_context, server_hostname)
 
     def get_extra_info(self, info: str) -> object:
         return self._inner.get_extra_info(info)
+
+
+class _MemoryTLS(httpcore.NetworkStream):
+    """TLS in memory over the charged, deadline-bound connection: the handshake, every record
+    and every post-handshake message (session tickets) is read through it and counts. An
+    `SSLSocket` read them below the stream, uncounted: a server sending tickets without end
+    was bounded by the deadline only. (httpcore's `TLSinTLSStream` works the same way.)"""
+
+    _RECORD = 16384
+
+    def __init__(
+        self, raw: _DeadlineStream, context: ssl.SSLContext, server_hostname: str | None
+    ) -> None:
+        self._raw = raw
+        self._incoming, self._outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+        self._tls = context.wrap_bio(
+            self._incoming, self._outgoing, server_hostname=server_hostname
+        )
+        try:
+            self._io(self._tls.do_handshake)
+        except ssl.SSLError as exc:  # as httpcore's own TLS start raises it
+            raise httpcore.ConnectError(str(exc)) from exc
+
+    def _io(self, step: Callable[[], Any]) -> Any:
+        while True:
+            try:
+                result = step()
+            except ssl.SSLWantReadError:
+                wants_read = True
+            else:
+                wants_read = False
+            pending = self._outgoing.read()
+            if pending:
+                self._raw.write(pending)
+            if not wants_read:
+                return result
+            data = self._raw.read(self._RECORD)
+            if data:
+                self._incoming.write(data)
+            else:
+                self._incoming.write_eof()
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        try:
+            return bytes(self._io(lambda: self._tls.read(max_bytes)))
+        except (ssl.SSLZeroReturnError, ssl.SSLEOFError):
+            return b""  # closed, cleanly or not: the end of the answer, as an SSLSocket reads it
+        except ssl.SSLError as exc:
+            raise httpcore.ReadError(str(exc)) from exc
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        view = memoryview(buffer)
+        try:
+            while view:
+                view = view[self._io(functools.partial(self._tls.write, view)) :]
+        except ssl.SSLError as exc:
+            raise httpcore.WriteError(str(exc)) from exc
+
+    def close(self) -> None:
+        self._raw.close()
+
+    def start_tls(
+        self,
+        ssl_context: ssl.SSLContext,
+        server_hostname: str | None = None,
+        timeout: float | None = None,
+    ) -> httpcore.NetworkStream:
+        raise httpcore.ConnectError("TLS inside TLS is not used by imports")
+
+    def get_extra_info(self, info: str) -> object:
+        if info == "ssl_object":
+            return self._tls
+        return self._raw.get_extra_info(info)
 
 
 class _EgressBackend(httpcore.NetworkBackend):
