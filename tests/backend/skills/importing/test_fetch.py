@@ -45,16 +45,28 @@ async def test_the_bytes_downloaded_are_told_for_a_fetch_that_fails_and_one_that
     assert 5000 < told[0] < 5000 + 1024 and len(archive) < told[1] < len(archive) + 1024
 
 
-class ChunkExtensions:
-    """A loopback server answering every request with a chunked body whose 1-byte chunks each
-    carry an 8 KB chunk extension (framing the body's count did not see); counts bytes sent."""
+class OneConnection:
+    """A loopback server that serves one connection in a thread (`_serve`)."""
 
     def __init__(self) -> None:
-        self.sent = 0
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.port = self._listener.getsockname()[1]
         self._thread = threading.Thread(target=self._serve, daemon=True)
         self._thread.start()
+
+    def _serve(self) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        self._listener.close()
+        self._thread.join(10)
+
+
+class ChunkExtensions(OneConnection):
+    """Answers with a chunked body whose 1-byte chunks each carry an 8 KB chunk extension
+    (framing the body's count did not see); counts bytes sent."""
+
+    sent = 0
 
     def _serve(self) -> None:
         connection, _ = self._listener.accept()
@@ -71,10 +83,6 @@ class ChunkExtensions:
                 connection.sendall(b"0\r\n\r\n")
             except OSError:  # the client stopped reading: what it was meant to do
                 pass
-
-    def close(self) -> None:
-        self._listener.close()
-        self._thread.join(10)
 
 
 async def test_chunk_framing_counts_against_the_download_limit() -> None:
@@ -99,17 +107,14 @@ async def test_chunk_framing_counts_against_the_download_limit() -> None:
     assert server.sent < 12 * 1024 * 1024  # refused as it read, not after the 16 MB
 
 
-class TlsServer:
-    """A loopback HTTPS server answering one request with `body`; `tickets` TLS 1.3 session
-    tickets follow the handshake (a server may send them without end)."""
+class TlsServer(OneConnection):
+    """Answers one HTTPS request with `body`; `tickets` TLS 1.3 session tickets follow the
+    handshake (a server may send them without end)."""
 
     def __init__(self, context: ssl.SSLContext, body: bytes, *, tickets: int = 2) -> None:
         context.num_tickets = tickets
         self._context, self._body = context, body
-        self._listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self._listener.getsockname()[1]
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-        self._thread.start()
+        super().__init__()
 
     def _serve(self) -> None:
         raw, _ = self._listener.accept()
@@ -122,10 +127,6 @@ class TlsServer:
                 conn.sendall(head.encode() + self._body)
         except OSError:  # the client gave up: what some tests want
             pass
-
-    def close(self) -> None:
-        self._listener.close()
-        self._thread.join(10)
 
 
 async def fetch_over_tls(
