@@ -123,6 +123,11 @@ class BubblewrapSandbox:
     ) -> AbstractAsyncContextManager[Path]:
         return self._skill_dirs.lease(key, files)
 
+    def give(self, path: Path) -> None:
+        if self._run_as is not None:  # runs execute as that host user, not as this process's
+            os.chown(path, self._run_as, self._run_as, follow_symlinks=False)
+        os.chmod(path, 0o700 if path.is_dir() else 0o600)
+
     def close(self) -> None:
         """Stop a probe still running and remove this engine's directory (its workspaces)."""
         if self._probe_task is not None and not self._probe_task.done():

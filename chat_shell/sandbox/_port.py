@@ -127,6 +127,12 @@ class Sandbox(Protocol):
         the context is open (hold it for the run), and may be removed after."""
         ...
 
+    def give(self, path: Path) -> None:
+        """Make `path`, a folder or socket the host made for a run, usable by the sandbox's
+        processes and no other local user: owned by the host user runs execute as, mode 0700
+        (a folder) or 0600."""
+        ...
+
     async def availability(self) -> SandboxAvailability:
         """Probe once (cached): is the engine present and does a trivial run work?"""
         ...

@@ -67,9 +67,10 @@ class McpBridge:
     _open: int = 0
 
     @contextlib.asynccontextmanager
-    async def serving(self, path: Path) -> AsyncIterator[None]:
-        """Listen on `path` (made connectable by the sandbox's user) for the block's length;
-        on exit stop listening and end every connection and call still running."""
+    async def serving(self, path: Path, give: Callable[[Path], None]) -> AsyncIterator[None]:
+        """Listen on `path` for the block's length, connectable by whom `give` (the sandbox's
+        `give`) hands it to; on exit stop listening and end every connection and call still
+        running."""
         handlers: set[asyncio.Task[None]] = set()
         stopped = False
 
@@ -90,7 +91,7 @@ class McpBridge:
                 writer.close()
 
         server = await asyncio.start_unix_server(handle, path=str(path), limit=64 * 1024)
-        os.chmod(path, 0o666)  # the sandbox runs as another (unprivileged) user
+        give(path)
         try:
             yield
         finally:

@@ -94,7 +94,7 @@ class McpCodeMode:
             workspace = self._workspace_for_turn()
             folder = Path(tempfile.mkdtemp(prefix="mcp-", dir=workspace.scratch_dir))
             try:
-                os.chmod(folder, 0o755)  # the sandbox's user reads it (and Python lists it)
+                self._access.sandbox.give(folder)  # the run's user alone enters it
                 source = render_module(
                     functions, socket=f"{MOUNT}/{SOCKET_NAME}", max_answer=MAX_ANSWER_BYTES
                 )
@@ -107,7 +107,7 @@ class McpCodeMode:
                     mounts=((folder, MOUNT),),
                     env={"PYTHONPATH": MOUNT},
                 )
-                async with bridge.serving(folder / SOCKET_NAME):
+                async with bridge.serving(folder / SOCKET_NAME, self._access.sandbox.give):
                     result = await self._access.sandbox.run(run)
             finally:
                 shutil.rmtree(folder, ignore_errors=True)

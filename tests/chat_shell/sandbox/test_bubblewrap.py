@@ -330,3 +330,52 @@ async def test_as_root_runs_are_processes_of_nobody_on_the_host(switch: str) -> 
         engine.close()
 
     assert owners == {65534}
+
+
+CONNECT = (
+    "import socket, sys; s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); "
+    "print(s.recv(5).decode())"
+)
+
+
+async def test_a_folder_and_socket_given_to_runs_are_theirs_alone(
+    sandbox: BubblewrapSandbox, workspace: Workspace
+) -> None:
+    """What the host makes for a run (code mode's module folder and bridge socket) the run can
+    use, and no other local user can enter or connect to."""
+    folder = Path(tempfile.mkdtemp(dir=workspace.scratch_dir))
+    (folder / "note.txt").write_text("mounted\n")
+    os.chmod(folder / "note.txt", 0o644)
+
+    async def hello(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(b"hello")
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_unix_server(hello, path=str(folder / "s.sock"))
+    try:
+        sandbox.give(folder)
+        sandbox.give(folder / "s.sock")
+        command = f'cat /extra/note.txt; python3 -c "{CONNECT}" /extra/s.sock'
+        result = await sandbox.run(
+            SandboxRun(command, workspace, limits=LIMITS, mounts=((folder, "/extra"),))
+        )
+        assert result.stdout.splitlines() == ["mounted", "hello"], result.stderr
+
+        runs_as = 65534 if os.geteuid() == 0 else os.geteuid()
+        given = [os.stat(folder), os.stat(folder / "s.sock")]
+        assert [(s.st_uid, s.st_mode & 0o777) for s in given] == [
+            (runs_as, 0o700),
+            (runs_as, 0o600),
+        ]
+        if os.geteuid() == 0:  # another local user, beside the runs' one
+            other = await asyncio.create_subprocess_exec(
+                "/usr/bin/python3", "-c", CONNECT, str(folder / "s.sock"),
+                user=4321, group=4321, extra_groups=[],
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            )  # fmt: skip
+            out, err = await other.communicate()
+            assert other.returncode != 0 and b"PermissionError" in err, (out, err)
+    finally:
+        server.close()
+        await server.wait_closed()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import struct
 import tempfile
 from collections.abc import AsyncIterator
@@ -18,6 +19,10 @@ from chat_shell.tools.mcp_code._bridge import MAX_REQUEST_BYTES, McpBridge
 from chat_shell.tools.mcp_code._functions import as_functions
 
 never = asyncio.Event()
+
+
+def _give(path: Path) -> None:
+    os.chmod(path, 0o600)  # as the sandbox's `give` does, for a run of this process's user
 
 
 async def _add(a: int, b: int) -> str:
@@ -76,7 +81,7 @@ async def served() -> AsyncIterator[tuple[McpBridge, list[McpCallEvent], Path]]:
     bridge = McpBridge(functions, budget=3, call_timeout_s=0.2, emit=events.append)
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "bridge.sock"
-        async with bridge.serving(path):
+        async with bridge.serving(path, _give):
             yield bridge, events, path
 
 
@@ -190,7 +195,7 @@ async def test_closing_the_bridge_ends_open_connections_and_removes_the_socket()
     bridge = McpBridge({}, budget=1, call_timeout_s=1, emit=lambda e: None)
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "bridge.sock"
-        async with bridge.serving(path):
+        async with bridge.serving(path, _give):
             client = await connect(path)
             assert not (await client.call("any"))["ok"]  # accepted and served
         assert await client.closed()
