@@ -194,42 +194,68 @@ def _offer_completion(commands: list[str]) -> None:
     readline.parse_and_bind("tab: complete")
 
 
+class _PromptInterrupts:
+    """SIGINT at the prompt: raises KeyboardInterrupt only while `read` waits in input(), and
+    counts a press that lands anywhere else (while a note prints), so a quick second Ctrl-C is
+    the second press, never an exception inside a write."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._seen = 0
+        self._armed = False
+
+    def __call__(self, signum: int, frame: object) -> None:
+        self.count += 1
+        if self._armed:
+            self._armed = False
+            raise KeyboardInterrupt
+
+    def read(self, prompt: str) -> str:
+        """input(prompt); KeyboardInterrupt for a press during it or since the last read."""
+        if self.count > self._seen:
+            self._seen = self.count
+            raise KeyboardInterrupt
+        self._armed = True
+        try:
+            return input(prompt)
+        finally:
+            self._armed = False
+            self._seen = self.count
+
+
 @contextmanager
-def _interrupts_raise() -> Iterator[None]:
-    """Ctrl-C at the prompt raises KeyboardInterrupt even in a process started with SIGINT
-    ignored (a background job of a script passes that on): the chat says what Ctrl-C does."""
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+def _prompt_interrupts() -> Iterator[_PromptInterrupts]:
+    """Installed for the prompt loop, also in a process started with SIGINT ignored (a
+    background job of a script passes that on): the chat says what Ctrl-C does."""
+    interrupts = _PromptInterrupts()
+    previous = signal.signal(signal.SIGINT, interrupts)
     try:
-        yield
+        yield interrupts
     finally:
         signal.signal(signal.SIGINT, previous)
 
 
 def _interactive(api: Api, conversation: str, printer: Printer) -> None:
-    with _interrupts_raise():
-        _prompt_loop(api, conversation, printer)
-
-
-def _prompt_loop(api: Api, conversation: str, printer: Printer) -> None:
-    interrupted = False
-    while True:
-        try:
-            line = input("> ")
-        except EOFError:
-            printer.end_line()
-            return
-        except KeyboardInterrupt:
-            if interrupted:
-                raise Quit from None
-            interrupted = True
-            printer.note("\n(Ctrl-C again or Ctrl-D to quit)")
-            continue
+    with _prompt_interrupts() as interrupts:
         interrupted = False
-        if line.strip():
+        while True:
             try:
-                run_turn(api, conversation, line, printer)
-            except ApiError as exc:  # e.g. turn_in_progress: the chat goes on
-                printer.note(f"error: {exc.message}")
+                line = interrupts.read("> ")
+            except EOFError:
+                printer.end_line()
+                return
+            except KeyboardInterrupt:
+                if interrupted:
+                    raise Quit from None
+                interrupted = True
+                printer.note("\n(Ctrl-C again or Ctrl-D to quit)")
+                continue
+            interrupted = False
+            if line.strip():
+                try:
+                    run_turn(api, conversation, line, printer)
+                except ApiError as exc:  # e.g. turn_in_progress: the chat goes on
+                    printer.note(f"error: {exc.message}")
 
 
 def chat(
@@ -268,5 +294,8 @@ def chat(
             )
             _interactive(api, conversation, printer)
         except Quit:
+            signal.signal(
+                signal.SIGINT, signal.SIG_IGN
+            )  # quitting: a further press changes nothing
             printer.note("bye")
             raise typer.Exit(QUIT_STATUS) from None

@@ -7,6 +7,7 @@ import os
 import select
 import subprocess
 import sys
+import termios
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,6 +62,11 @@ class Terminal:
     ) -> None:
         """`sigint_ignored`: started as a background job of a script is, SIGINT ignored."""
         self.master, slave = os.openpty()
+        # A typed Ctrl-C makes the line discipline discard output not read yet (the CLI's
+        # "> " or "bye" written just before a press): NOFLSH keeps it, so reads see it all.
+        attrs = termios.tcgetattr(slave)
+        attrs[3] |= termios.NOFLSH
+        termios.tcsetattr(slave, termios.TCSANOW, attrs)
         skillhive = str(Path(sys.executable).parent / "skillhive")
         ignoring = ["sh", "-c", 'trap "" INT; exec "$@"', "sh"] if sigint_ignored else []
         self.process = subprocess.Popen(
