@@ -20,6 +20,7 @@ import contextlib
 import os
 import shutil
 import signal
+import stat
 import tempfile
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
@@ -124,9 +125,14 @@ class BubblewrapSandbox:
         return self._skill_dirs.lease(key, files)
 
     def give(self, path: Path) -> None:
-        if self._run_as is not None:  # runs execute as that host user, not as this process's
-            os.chown(path, self._run_as, self._run_as, follow_symlinks=False)
-        os.chmod(path, 0o700 if path.is_dir() else 0o600)
+        folder = stat.S_ISDIR(os.lstat(path).st_mode)
+        if self._run_as is None:  # runs execute as this process's user
+            os.chmod(path, 0o700 if folder else 0o600)
+            return
+        # Through the group, not the owner: a folder the runs' user owned would let any of its
+        # processes plant a symlink this (root) process then writes or chmods through.
+        os.chown(path, -1, self._run_as, follow_symlinks=False)
+        os.chmod(path, 0o750 if folder else 0o660)
 
     def close(self) -> None:
         """Stop a probe still running and remove this engine's directory (its workspaces)."""

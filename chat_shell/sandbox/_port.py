@@ -129,8 +129,9 @@ class Sandbox(Protocol):
 
     def give(self, path: Path) -> None:
         """Make `path`, a folder or socket the host made for a run, usable by the sandbox's
-        processes and no other local user: owned by the host user runs execute as, mode 0700
-        (a folder) or 0600."""
+        processes and no other local user (but root): when runs execute as another host user,
+        its group with modes 0750 (a folder) or 0660, the host keeping ownership (a run cannot
+        change what is in the folder); else 0700 or 0600."""
         ...
 
     async def availability(self) -> SandboxAvailability:

@@ -91,8 +91,8 @@ class McpBridge:
                 writer.close()
 
         server = await asyncio.start_unix_server(handle, path=str(path), limit=64 * 1024)
-        give(path)
         try:
+            give(path)
             yield
         finally:
             stopped = True

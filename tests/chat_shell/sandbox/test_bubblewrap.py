@@ -336,6 +336,7 @@ CONNECT = (
     "import socket, sys; s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); "
     "print(s.recv(5).decode())"
 )
+PLANT = "import os, sys; os.symlink('/etc/passwd', os.path.dirname(sys.argv[1]) + '/main.py')"
 
 
 async def test_a_folder_and_socket_given_to_runs_are_theirs_alone(
@@ -362,20 +363,23 @@ async def test_a_folder_and_socket_given_to_runs_are_theirs_alone(
         )
         assert result.stdout.splitlines() == ["mounted", "hello"], result.stderr
 
-        runs_as = 65534 if os.geteuid() == 0 else os.geteuid()
         given = [os.stat(folder), os.stat(folder / "s.sock")]
-        assert [(s.st_uid, s.st_mode & 0o777) for s in given] == [
-            (runs_as, 0o700),
-            (runs_as, 0o600),
-        ]
-        if os.geteuid() == 0:  # another local user, beside the runs' one
-            other = await asyncio.create_subprocess_exec(
-                "/usr/bin/python3", "-c", CONNECT, str(folder / "s.sock"),
-                user=4321, group=4321, extra_groups=[],
-                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-            )  # fmt: skip
-            out, err = await other.communicate()
-            assert other.returncode != 0 and b"PermissionError" in err, (out, err)
+        if os.geteuid() == 0:  # runs are nobody's: through its group, the folder stays root's
+            modes = [(0, 65534, 0o750), (0, 65534, 0o660)]
+        else:
+            modes = [(os.geteuid(), os.getegid(), 0o700), (os.geteuid(), os.getegid(), 0o600)]
+        assert [(s.st_uid, s.st_gid, s.st_mode & 0o777) for s in given] == modes
+        if os.geteuid() == 0:
+            # Another local user cannot connect; the runs' user cannot plant a file (a symlink
+            # root would write through) in the folder.
+            for uid, attempt in [(4321, CONNECT), (65534, PLANT)]:
+                other = await asyncio.create_subprocess_exec(
+                    "/usr/bin/python3", "-c", attempt, str(folder / "s.sock"),
+                    user=uid, group=uid, extra_groups=[],
+                    stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+                )  # fmt: skip
+                out, err = await other.communicate()
+                assert other.returncode != 0 and b"PermissionError" in err, (uid, out, err)
     finally:
         server.close()
         await server.wait_closed()
