@@ -104,21 +104,27 @@ class _Interrupts:
 
 
 @contextmanager
-def _counting_interrupts() -> Iterator[_Interrupts]:
-    interrupts = _Interrupts()
-    previous = signal.signal(signal.SIGINT, interrupts)
+def _handling_sigint(handler: Callable[[int, object], None]) -> Iterator[None]:
+    """`handler` for SIGINT in the block. Leaving it with Quit ignores SIGINT from then on:
+    the chat is quitting, a further press changes nothing (the previous handler would raise
+    KeyboardInterrupt while "bye" prints)."""
+    previous = signal.signal(signal.SIGINT, handler)
     try:
-        yield interrupts
+        yield
+    except Quit:
+        previous = signal.SIG_IGN
+        raise
     finally:
         signal.signal(signal.SIGINT, previous)
 
 
 def run_turn(api: Api, conversation: str, content: str, printer: Printer) -> Event:
     """Stream one turn to the terminal; its terminal event (`done` or `error`)."""
-    turn = Turn(api.config, conversation, content)
     cancelling = retry_cancel = False
     seen_interrupts = 0
-    with _counting_interrupts() as interrupts:
+    interrupts = _Interrupts()
+    with _handling_sigint(interrupts):
+        turn = Turn(api.config, conversation, content)  # a press from here on cancels it
         while True:
             if interrupts.count > seen_interrupts:
                 seen_interrupts = interrupts.count
@@ -206,8 +212,7 @@ class _PromptInterrupts:
 
     def __call__(self, signum: int, frame: object) -> None:
         self.count += 1
-        if self._armed:
-            self._armed = False
+        if self._armed:  # stays armed: input() may swallow this one (a readline completer)
             raise KeyboardInterrupt
 
     def read(self, prompt: str) -> str:
@@ -217,26 +222,20 @@ class _PromptInterrupts:
             raise KeyboardInterrupt
         self._armed = True
         try:
-            return input(prompt)
+            line = input(prompt)
         finally:
             self._armed = False
-            self._seen = self.count
-
-
-@contextmanager
-def _prompt_interrupts() -> Iterator[_PromptInterrupts]:
-    """Installed for the prompt loop, also in a process started with SIGINT ignored (a
-    background job of a script passes that on): the chat says what Ctrl-C does."""
-    interrupts = _PromptInterrupts()
-    previous = signal.signal(signal.SIGINT, interrupts)
-    try:
-        yield interrupts
-    finally:
-        signal.signal(signal.SIGINT, previous)
+            swallowed, self._seen = self.count > self._seen, self.count
+        if swallowed:  # a press input() returned through, or one just after it
+            raise KeyboardInterrupt
+        return line
 
 
 def _interactive(api: Api, conversation: str, printer: Printer) -> None:
-    with _prompt_interrupts() as interrupts:
+    # Installed also in a process started with SIGINT ignored (a background job of a script
+    # passes that on): the chat says what Ctrl-C does.
+    interrupts = _PromptInterrupts()
+    with _handling_sigint(interrupts):
         interrupted = False
         while True:
             try:
@@ -294,8 +293,5 @@ def chat(
             )
             _interactive(api, conversation, printer)
         except Quit:
-            signal.signal(
-                signal.SIGINT, signal.SIG_IGN
-            )  # quitting: a further press changes nothing
             printer.note("bye")
             raise typer.Exit(QUIT_STATUS) from None

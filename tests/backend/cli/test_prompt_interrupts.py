@@ -6,6 +6,7 @@ from __future__ import annotations
 import builtins
 import io
 import signal
+from collections.abc import Iterator
 
 import pytest
 
@@ -30,6 +31,14 @@ class PressingStderr(io.StringIO):
         return written
 
 
+@pytest.fixture(autouse=True)
+def keep_sigint() -> Iterator[None]:
+    """The tests install the chat's handlers; pytest's comes back after each."""
+    before = signal.getsignal(signal.SIGINT)
+    yield
+    signal.signal(signal.SIGINT, before)
+
+
 def test_a_second_press_while_the_first_note_prints_quits_and_raises_nothing_else(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -43,11 +52,36 @@ def test_a_second_press_while_the_first_note_prints_quits_and_raises_nothing_els
     stderr = PressingStderr()
     monkeypatch.setattr(builtins, "input", at_the_prompt)
     monkeypatch.setattr("sys.stderr", stderr)
-    with pytest.raises(Quit):
-        _interactive(None, "c", Printer(as_json=False))  # type: ignore[arg-type]
+    try:
+        with pytest.raises(Quit):
+            _interactive(None, "c", Printer(as_json=False))  # type: ignore[arg-type]
+    except KeyboardInterrupt:  # what it did before: raised inside the note's write
+        pytest.fail("the second press escaped as KeyboardInterrupt")
 
     assert prompts == ["> "]  # the second press never reached input()
     assert "(Ctrl-C again or Ctrl-D to quit)" in stderr.getvalue()
+    # Quitting: from here on a press changes nothing ("bye" prints undisturbed).
+    assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+
+
+def test_a_press_input_swallows_still_interrupts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """readline drops an exception raised in its completer; the press still counts."""
+    interrupts = _PromptInterrupts()
+
+    def completing(prompt: str) -> str:
+        try:
+            interrupts(signal.SIGINT, None)
+        except KeyboardInterrupt:
+            pass  # swallowed, as readline's completion callback does
+        with pytest.raises(KeyboardInterrupt):  # and a press after it still raises
+            interrupts(signal.SIGINT, None)
+        return "the line typed"
+
+    monkeypatch.setattr(builtins, "input", completing)
+    with pytest.raises(KeyboardInterrupt):
+        interrupts.read("> ")
+    monkeypatch.setattr(builtins, "input", lambda prompt: "next")
+    assert interrupts.read("> ") == "next"
 
 
 def test_a_press_outside_input_only_counts_and_the_next_read_raises_it(
