@@ -94,7 +94,7 @@ class McpCodeMode:
             workspace = self._workspace_for_turn()
             folder = Path(tempfile.mkdtemp(prefix="mcp-", dir=workspace.scratch_dir))
             try:
-                self._access.sandbox.give(folder)  # the run's user alone enters it
+                self._access.sandbox.give(folder)  # only runs (and root) enter it
                 source = render_module(
                     functions, socket=f"{MOUNT}/{SOCKET_NAME}", max_answer=MAX_ANSWER_BYTES
                 )
