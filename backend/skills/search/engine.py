@@ -8,7 +8,8 @@
 3. One query fetches the rows matching the request's rarest terms (`RANK_POOL`): all of them
    when they are at most `SCORE_ALL` (every catalog people read), else the engine's best
    `CANDIDATES` by name, tags, "when to use" and description (PostgreSQL `ts_rank` of at
-   most `RANK_POOL` matches of the weighted `head` tsvector, SQLite `bm25` with column
+   most `RANK_POOL` matches of the weighted `head` tsvector, `SAMPLED_RANK_POOL` when the
+   counts are a sample's, SQLite `bm25` with column
    weights), and on top of them the rows holding a rare term (`RARE_DF`) in any field, its
    body too: a large catalog finds a rare word as a small one does. Counts are bounded
    (`ROWS_CAP`, `DF_CAP`), and so is the work at any catalog size. On PostgreSQL the planner
@@ -45,6 +46,7 @@ from backend.skills.search.candidates import (
     PG_FIELD_WEIGHTS,
     RANK_POOL,
     RARE_DF,
+    SAMPLED_RANK_POOL,
     SCORE_ALL,
     candidates_sql,
     concat,
@@ -261,7 +263,7 @@ class _Plan:
     terms: list[QueryTerm]
     present: list[str]  # the request's stems some row holds: scored
     pool: list[str]  # the stems candidates come from
-    ranked: bool  # the engine ranks the pool's matches (else all are scored)
+    ranked: int  # the engine ranks at most so many of the pool's matches (0: all are scored)
     rare: list[str]  # when ranked: the pool's rare stems, whose rows enter first
 
     def sql(self, dialect: str, where: Where) -> str:
@@ -277,13 +279,16 @@ def _plan(terms: list[QueryTerm], stems: Sequence[str], counts: Counts) -> _Plan
     if not present:
         return None
     if n <= SCORE_ALL:  # few enough to score every skill that matches a term
-        return _Plan(terms, present, present, False, [])
+        return _Plan(terms, present, present, 0, [])
     pool = _pool(present, df)
     # From a sample of a larger catalog, the counts say how rare a term is, not how many rows
-    # hold it: the engine ranks.
-    ranked = n >= ROWS_CAP or sum(df[s] for s in pool) > CANDIDATES
+    # hold it: the engine ranks, some of the matches. From exact counts the pool's matches are
+    # at most RANK_POOL: it ranks them all when they are more than the candidates.
+    sampled = n >= ROWS_CAP
+    ranked = sampled or sum(df[s] for s in pool) > CANDIDATES
+    rows = (SAMPLED_RANK_POOL if sampled else RANK_POOL) if ranked else 0
     rare = [s for s in pool if df[s] <= RARE_DF] if ranked else []
-    return _Plan(terms, present, pool, ranked, rare)
+    return _Plan(terms, present, pool, rows, rare)
 
 
 @dataclass(frozen=True)

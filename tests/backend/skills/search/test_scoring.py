@@ -7,6 +7,7 @@ from __future__ import annotations
 import random
 
 from backend.skills.search import candidates, engine
+from backend.skills.search.condition import Where
 from backend.skills.search.scoring import FIELD_WEIGHTS, Scorer, term_weights
 from backend.skills.search.text import query_terms
 
@@ -53,3 +54,21 @@ def test_a_stem_is_credited_by_its_best_field_only() -> None:
     in_name, in_body = postgres.score(only("A")), postgres.score(only("D"))
     assert in_name > in_body > 0
     assert postgres.score("0" * len(stems)) == 0
+
+
+def test_exact_counts_rank_every_match_of_the_pool_a_sample_fewer() -> None:
+    """From exact counts the pool's matches are known and all ranked; from a sample's counts
+    they are some of many more, and a smaller share is ranked (candidates.SAMPLED_RANK_POOL)."""
+    terms = query_terms("write the minutes of a planning call")
+    stems = engine.request_stems(terms)
+    df = dict.fromkeys(stems, 60)  # together more than the candidates
+    exact = engine._plan(terms, stems, engine.Counts(engine.ROWS_CAP - 1, df))
+    sampled = engine._plan(terms, stems, engine.Counts(engine.ROWS_CAP, df))
+    few = engine._plan(terms, stems, engine.Counts(candidates.SCORE_ALL, df))
+    assert exact is not None and sampled is not None and few is not None
+    assert exact.ranked == candidates.RANK_POOL
+    assert sampled.ranked == candidates.SAMPLED_RANK_POOL < candidates.RANK_POOL
+    assert few.ranked == 0  # every matching row scored
+    where = Where("skill_search.user_id = 1", {}, (1,))
+    assert f"LIMIT {candidates.SAMPLED_RANK_POOL}) AS pooled" in sampled.sql("postgresql", where)
+    assert f"LIMIT {candidates.RANK_POOL}) AS pooled" in exact.sql("postgresql", where)
