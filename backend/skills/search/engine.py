@@ -282,7 +282,7 @@ def _plan(terms: list[QueryTerm], stems: Sequence[str], counts: Counts) -> _Plan
         return _Plan(terms, present, present, 0, [])
     pool = _pool(present, df)
     # From a sample of a larger catalog, the counts say how rare a term is, not how many rows
-    # hold it: the engine ranks, some of the matches. From exact counts the pool's matches are
+    # hold it: the engine ranks some of the matches. From exact counts the pool's matches are
     # at most RANK_POOL: it ranks them all when they are more than the candidates.
     sampled = n >= ROWS_CAP
     ranked = sampled or sum(df[s] for s in pool) > CANDIDATES
