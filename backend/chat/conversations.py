@@ -26,8 +26,8 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from backend.db.hot_reads import HotRead
+from backend.db.hot_writes import HotWrite
 from backend.db.models import Conversation, Message, User, UserQuota
-from backend.db.sqlite_driver import defer, execute_and_commit
 from backend.db.types import NoNul, utcnow
 from backend.errors import NotFound
 from backend.ghosts.resolve import ghost_text_of
@@ -52,7 +52,7 @@ _OWNED_WITH_OVERRIDES = HotRead(
     .outerjoin(UserQuota, UserQuota.user_id == Conversation.user_id)
     .where(Conversation.id == bindparam("cid"), Conversation.user_id == bindparam("uid"))
 )
-_TOUCH = (
+_TOUCH = HotWrite(
     update(Conversation)
     .where(Conversation.id == bindparam("cid"), Conversation.user_id == bindparam("uid"))
     .values(
@@ -73,7 +73,7 @@ _ADD_USER_MESSAGE = (
 )
 # The same, only into a conversation of the user's (no row: none, or deleted meanwhile): the
 # send's touch goes ahead unchecked (`defer`), this checks.
-_ADD_USER_MESSAGE_IF_OWNED = (
+_ADD_USER_MESSAGE_IF_OWNED = HotWrite(
     insert(_MESSAGES)
     .from_select(
         ["conversation_id", "role", "content"],
@@ -86,7 +86,23 @@ _ADD_USER_MESSAGE_IF_OWNED = (
     .returning(_MESSAGES.c.id)
 )
 # An answer, every column given (the returned message is built from the same values).
-_ADD_REPLY = insert(_MESSAGES).returning(_MESSAGES.c.id)
+_REPLY_COLUMNS = (
+    "conversation_id",
+    "role",
+    "content",
+    "status",
+    "reply_to",
+    "tool_calls",
+    "loaded_skills",
+    "usage",
+    "error",
+    "created_at",
+)
+_ADD_REPLY = HotWrite(
+    insert(_MESSAGES)
+    .values({name: bindparam(name) for name in _REPLY_COLUMNS})
+    .returning(_MESSAGES.c.id)
+)
 # A turn's conversation, its owner and their quota overrides, with the message window: one
 # query (the outer join still yields the owner when no message matches). Core columns, not
 # entities: loading ORM objects for every message of the window cost a turn more CPU than the
@@ -249,7 +265,7 @@ async def _touch(session: Executor, user_id: int, conversation_id: str, content:
     may have been deleted since it was checked); one still called `DEFAULT_TITLE` is named
     after it. One UPDATE does the ownership check, the touch and the naming."""
     params = _touch_params(user_id, conversation_id, content)
-    touched: CursorResult[Any] = await session.execute(_TOUCH, params)  # type: ignore[assignment]
+    touched: CursorResult[Any] = await session.execute(_TOUCH.statement, params)  # type: ignore[assignment]
     if touched.rowcount == 0:  # deleted meanwhile, or never the user's
         raise _not_found()
 
@@ -258,12 +274,12 @@ async def store_user_message(
     connection: AsyncConnection, user_id: int, conversation_id: str, content: str
 ) -> int:
     """`add_user_message`, committed, in one trip on SQLite: the touch is held back (`defer`)
-    and goes with the INSERT and the COMMIT (`execute_and_commit`), so the write lock is held
+    and goes with the INSERT and its COMMIT (`HotWrite`), so the write lock is held
     for that trip only. The touch's row count is not read: the INSERT checks the ownership
     (404)."""
-    await defer(connection, _TOUCH, _touch_params(user_id, conversation_id, content))
+    await _TOUCH.defer(connection, _touch_params(user_id, conversation_id, content))
     params = {"cid": conversation_id, "uid": user_id, "content": content}
-    rows = await execute_and_commit(connection, _ADD_USER_MESSAGE_IF_OWNED, params)
+    rows = await _ADD_USER_MESSAGE_IF_OWNED.rows(connection, params, commit=True)
     if not rows:  # deleted meanwhile, or never the user's: the touch changed nothing
         raise _not_found()
     return int(rows[0][0])
@@ -309,7 +325,7 @@ async def add_reply(
         "created_at": utcnow(),
     }
     try:
-        message_id = int((await execute_and_commit(session, _ADD_REPLY, values))[0][0])
+        message_id = int((await _ADD_REPLY.rows(session, values, commit=True))[0][0])
     except IntegrityError:
         await session.rollback()
         stored = await session.execute(select(_MESSAGES).where(_MESSAGES.c.reply_to == reply_to))

@@ -8,10 +8,12 @@ own driver connection: on SQLite in the lean driver's one trip to aiosqlite's th
 cursor. Each column goes through its type's result processor, as SQLAlchemy's would, and rows
 are named tuples (attributes, indexes, `_asdict()`).
 
-Reads only: a write SQLAlchemy did not issue would be outside its transaction bookkeeping. A
-driver error comes out as SQLAlchemy's (`DBAPIError.instance`); a connection the server closed
-is invalidated with every older one of its pool, and one whose read was cancelled is dropped,
-as SQLAlchemy's execution does: callers handle both as they would.
+A statement runs in the connection's transaction, begun through SQLAlchemy first as its own
+execution would begin it, so SQLAlchemy's commit and rollback end what the driver began (the
+turn's writes go the same way: `backend/db/hot_writes.py`). A driver error comes out as
+SQLAlchemy's (`DBAPIError.instance`); a connection the server closed is invalidated with every
+older one of its pool, and one whose statement was cancelled is dropped, as SQLAlchemy's
+execution does: callers handle both as they would.
 """
 
 from __future__ import annotations
@@ -23,12 +25,12 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from sqlalchemy import Dialect, Select
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, StatementError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 from sqlalchemy.sql import sqltypes
 from sqlalchemy.sql.compiler import SQLCompiler
 
-from backend.db.sqlite_driver import lean_connection, read_rows
+from backend.db.sqlite_driver import LeanConnection, lean_connection, read_rows
 
 
 @dataclass(frozen=True)
@@ -93,40 +95,91 @@ class HotRead:
 
 
 async def driver_rows(
-    connection: AsyncConnection, sql: str, params: Mapping[str, Any] | Sequence[Any]
+    connection: AsyncConnection,
+    sql: str,
+    params: Mapping[str, Any] | Sequence[Any],
+    *,
+    commit: bool = False,
 ) -> list[Sequence[Any]]:
     """The rows of driver SQL (the dialect's own parameter style) as the driver gives them,
-    like `exec_driver_sql(...).all()` without SQLAlchemy's execution around it."""
-    if not connection.in_transaction():  # as SQLAlchemy's execution would begin it: its
-        await connection.begin()  # commit and rollback then end what the driver began
-    dialect = connection.dialect
-    raw = await connection.get_raw_connection()
-    error: type[Exception] = dialect.loaded_dbapi.Error
+    like `exec_driver_sql(...).all()` without SQLAlchemy's execution around it. `commit`: on
+    SQLite the COMMIT goes in the statement's trip (the caller still calls `commit()`, which
+    then finds nothing to do); elsewhere it is the caller's `commit()`."""
+    driver, lean = await _driver(connection)
     try:
-        lean = lean_connection(raw.dbapi_connection)
         if lean is not None:
+            lean.commit_next = commit  # for this statement only (read_rows clears it)
             # sqlite3 binds names from a dict only (not any mapping)
             return await read_rows(
                 lean, sql, dict(params) if isinstance(params, Mapping) else params
             )
-        if dialect.name != "postgresql":
-            raise TypeError(f"no direct reads on {dialect.name}")
-        driver: Any = raw.driver_connection
-        async with driver.cursor() as cursor:
+        async with driver.driver_connection.cursor() as cursor:
             await cursor.execute(sql, params)
-            return list(await cursor.fetchall())
-    except error as exc:
-        gone = dialect.is_disconnect(cast(Any, exc), raw.dbapi_connection, None)
-        if gone:  # as SQLAlchemy does: every connection opened before this one goes too
-            # (only marked here: the close is SQLAlchemy's, in its greenlet, just below)
-            connection.sync_engine.pool._invalidate(raw, exc, _checkin=False)
-            await connection.invalidate(exc)
-        raise DBAPIError.instance(
-            sql, params, exc, error, connection_invalidated=gone, dialect=dialect
-        ) from exc
-    except asyncio.CancelledError:  # as SQLAlchemy does: a statement cut short is not reused;
-        await connection.invalidate()  # a second cancel meets SQLAlchemy's own force-close
-        raise
+            return list(await cursor.fetchall()) if cursor.description else []
+    except BaseException as exc:
+        mapped = await _failed(connection, driver, sql, params, exc)
+        if mapped is None:
+            raise
+        raise mapped from exc
+
+
+async def driver_defer(
+    connection: AsyncConnection, sql: str, params: Any, *, many: bool = False
+) -> None:
+    """Driver SQL whose answer nobody reads (`many`: once per parameter set of a sequence), in
+    the transaction: on SQLite held back until the connection's next trip (`sqlite_driver.defer`),
+    elsewhere run now."""
+    driver, lean = await _driver(connection)
+    if lean is not None:
+        lean.deferred.append((many, sql, params))
+        return
+    try:
+        async with driver.driver_connection.cursor() as cursor:
+            if many:
+                await cursor.executemany(sql, params)
+            else:
+                await cursor.execute(sql, params)
+    except BaseException as exc:
+        mapped = await _failed(connection, driver, sql, params, exc)
+        if mapped is None:
+            raise
+        raise mapped from exc
+
+
+async def _driver(connection: AsyncConnection) -> tuple[Any, LeanConnection | None]:
+    """The pooled connection and, on SQLite, its lean driver; in a transaction, as SQLAlchemy's
+    execution would begin it (its commit and rollback then end what the driver began)."""
+    if not connection.in_transaction():
+        await connection.begin()
+    raw = await connection.get_raw_connection()
+    lean = lean_connection(raw.dbapi_connection)
+    if lean is None and connection.dialect.name != "postgresql":
+        raise TypeError(f"no direct statements on {connection.dialect.name}")
+    return raw, lean
+
+
+async def _failed(
+    connection: AsyncConnection, raw: Any, sql: str, params: Any, exc: BaseException
+) -> StatementError | None:
+    """A driver statement's failure as SQLAlchemy's execution handles it: a driver error
+    becomes SQLAlchemy's (`DBAPIError.instance`), a connection the server closed is
+    invalidated with every older one of its pool, one whose statement was cancelled is
+    dropped. None: raise `exc` as it is."""
+    dialect = connection.dialect
+    if isinstance(exc, asyncio.CancelledError):  # a statement cut short is not reused; a
+        await connection.invalidate()  # second cancel meets SQLAlchemy's own force-close
+        return None
+    error: type[Exception] = dialect.loaded_dbapi.Error
+    if not isinstance(exc, error):
+        return None
+    gone = dialect.is_disconnect(cast(Any, exc), raw.dbapi_connection, None)
+    if gone:  # as SQLAlchemy does: every connection opened before this one goes too
+        # (only marked here: the close is SQLAlchemy's, in its greenlet, just below)
+        connection.sync_engine.pool._invalidate(raw, exc, _checkin=False)
+        await connection.invalidate(exc)
+    return DBAPIError.instance(
+        sql, params, exc, error, connection_invalidated=gone, dialect=dialect
+    )
 
 
 def _processed(

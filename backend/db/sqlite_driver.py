@@ -83,7 +83,14 @@ def _statement(
 
 
 def _deferred_and_commit(connection: sqlite3.Connection, deferred: list[_Deferred]) -> None:
-    _run_deferred(connection, deferred)
+    """On aiosqlite's thread: a COMMIT and the statements held back for it. One that fails
+    rolls the transaction back: SQLAlchemy takes a failed COMMIT as the transaction's end, so
+    the next statement on this connection would otherwise commit what came before it."""
+    try:
+        _run_deferred(connection, deferred)
+    except BaseException:
+        connection.rollback()
+        raise
     connection.commit()
 
 
@@ -136,7 +143,7 @@ class _LeanCursor(AsyncAdapt_aiosqlite_cursor):
         await self._call(True, operation, seq_of_parameters)
 
     async def _call(self, many: bool, operation: Any, parameters: Any) -> None:
-        adapt: _LeanConnection = self._adapt_connection  # type: ignore[assignment]
+        adapt: LeanConnection = self._adapt_connection  # type: ignore[assignment]
         # Both flags are for this statement only, whatever its outcome.
         commit, adapt.commit_next = adapt.commit_next, False
         if adapt.defer_next:
@@ -158,7 +165,7 @@ class _LeanCursor(AsyncAdapt_aiosqlite_cursor):
         raise NotImplementedError("sqlite3 has no nextset")
 
 
-class _LeanConnection(AsyncAdapt_aiosqlite_connection):
+class LeanConnection(AsyncAdapt_aiosqlite_connection):
     __slots__ = ("commit_next", "defer_next", "deferred")
     _cursor_cls = _LeanCursor
 
@@ -195,9 +202,9 @@ class _LeanConnection(AsyncAdapt_aiosqlite_connection):
 
 
 class _LeanDBAPI(AsyncAdapt_aiosqlite_dbapi):
-    def connect(self, *arg: Any, **kw: Any) -> _LeanConnection:
+    def connect(self, *arg: Any, **kw: Any) -> LeanConnection:
         adapted = super().connect(*arg, **kw)
-        return _LeanConnection(self, adapted._connection)
+        return LeanConnection(self, adapted._connection)
 
 
 def lean_dbapi() -> Any:
@@ -205,10 +212,10 @@ def lean_dbapi() -> Any:
     return _LeanDBAPI(aiosqlite, sqlite3)
 
 
-async def _lean(connection: AsyncConnection) -> _LeanConnection | None:
+async def _lean(connection: AsyncConnection) -> LeanConnection | None:
     raw = await connection.get_raw_connection()
     lean = raw.dbapi_connection
-    return lean if isinstance(lean, _LeanConnection) else None
+    return lean if isinstance(lean, LeanConnection) else None
 
 
 async def defer(
@@ -249,13 +256,13 @@ async def execute_and_commit(
     return rows
 
 
-def lean_connection(dbapi_connection: Any) -> _LeanConnection | None:
+def lean_connection(dbapi_connection: Any) -> LeanConnection | None:
     """The pooled DBAPI connection as this driver's, or None on another driver."""
-    return dbapi_connection if isinstance(dbapi_connection, _LeanConnection) else None
+    return dbapi_connection if isinstance(dbapi_connection, LeanConnection) else None
 
 
 async def read_rows(
-    connection: _LeanConnection, operation: str, parameters: Mapping[str, Any] | Sequence[Any]
+    connection: LeanConnection, operation: str, parameters: Mapping[str, Any] | Sequence[Any]
 ) -> list[Any]:
     """A statement's rows in one trip (the statements held back go first), no SQLAlchemy
     execution around it (`backend/db/hot_reads.py`)."""

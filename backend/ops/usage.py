@@ -11,11 +11,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from sqlalchemy import Date, Table, cast, func, insert, select
+from sqlalchemy import Date, Table, bindparam, cast, func, insert, select
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
+from backend.db.hot_writes import HotWrite
 from backend.db.models import UsageRecord, User
-from backend.db.sqlite_driver import defer
 from backend.db.types import utcnow
 from chat_shell import UsageEvent
 
@@ -35,7 +35,18 @@ class TurnAccount:
 
 # Core, not the ORM's unit of work: nothing reads the rows back.
 _RECORDS: Table = UsageRecord.__table__  # type: ignore[assignment]
-_ADD_RECORDS = insert(_RECORDS)
+_RECORD_COLUMNS = (
+    "user_id",
+    "ghost",
+    "model",
+    "conversation_id",
+    "message_id",
+    "prompt_tokens",
+    "completion_tokens",
+    "estimated",
+    "created_at",
+)
+_ADD_RECORDS = HotWrite(insert(_RECORDS).values({c: bindparam(c) for c in _RECORD_COLUMNS}))
 
 
 async def record_calls(
@@ -61,7 +72,7 @@ async def record_calls(
     ]
     # One call (most turns): a plain execute, not the driver's executemany path. Nothing reads
     # the rows back: they go with the answer's INSERT (one trip on SQLite).
-    await defer(session, _ADD_RECORDS, rows[0] if len(rows) == 1 else rows)
+    await _ADD_RECORDS.defer(session, rows[0] if len(rows) == 1 else rows)
 
 
 @dataclass(frozen=True)
