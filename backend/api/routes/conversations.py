@@ -131,97 +131,7 @@ _SSE_EVENTS = (
 )
 
 
-@router.post(
-    "",
-    status_code=201,
-    responses=errors(
-        (404, "the caller may not use that Ghost, or it does not exist (`ghost_not_found`)"),
-        422,
-        (429, "the caller's conversations quota is reached (`quota_conversations`)"),
-    ),
-)
-async def create_conversation(
-    body: ConversationCreate, user: CurrentUser, session: SessionDep, request: Request
-) -> ConversationOut:
-    await ghost_row(session, user.id, body.ghost)  # 404 unless the caller may use it
-    await check_stored(session, request.app.state.settings, user.id, {"conversations": 1})  # ops
-    created = await conversations.create(
-        session, user.id, body.ghost, body.title or conversations.DEFAULT_TITLE
-    )
-    await session.commit()
-    return ConversationOut.model_validate(created)
-
-
-@router.get("", response_model_by_alias=True, responses=errors(422))
-async def list_conversations(
-    user: CurrentUser,
-    session: SessionDep,
-    limit: Annotated[int, Query(ge=1, le=500)] = 100,
-    continue_: Annotated[str | None, Query(alias="continue")] = None,
-) -> ConversationList:
-    rows, token = await conversations.list_page(session, user.id, limit=limit, token=continue_)
-    return ConversationList(items=await _with_usage(session, rows), **{"continue": token})
-
-
-@router.get("/{conversation_id}", responses=_NOT_FOUND)
-async def get_conversation(
-    conversation_id: TextId, user: CurrentUser, session: SessionDep
-) -> ConversationOut:
-    row = await conversations.get(session, user.id, conversation_id)
-    return (await _with_usage(session, [row]))[0]
-
-
-@router.patch("/{conversation_id}", responses=_NOT_FOUND)
-async def rename_conversation(
-    conversation_id: TextId, body: ConversationRename, user: CurrentUser, session: SessionDep
-) -> ConversationOut:
-    """Change the conversation's title."""
-    row = await conversations.rename(session, user.id, conversation_id, body.title)
-    await session.commit()
-    return (await _with_usage(session, [row]))[0]
-
-
-@router.delete("/{conversation_id}", status_code=204, responses=_NOT_FOUND)
-async def delete_conversation(
-    conversation_id: TextId, user: CurrentUser, session: SessionDep, transport: TransportDep
-) -> Response:
-    await conversations.get(session, user.id, conversation_id)
-    await session.commit()  # ends the read: no connection held while the turn stops
-    await transport.cancel(conversation_id)
-    await conversations.delete(session, user.id, conversation_id)
-    await session.commit()
-    return Response(status_code=204)
-
-
-@router.post("/{conversation_id}/cancel", responses=_NOT_FOUND)
-async def cancel_turn(
-    conversation_id: TextId, user: CurrentUser, session: SessionDep, transport: TransportDep
-) -> CancelResult:
-    """Cancel the running turn (it ends with `cancelled`); `cancelled: false` if none ran."""
-    await conversations.get(session, user.id, conversation_id)
-    await session.commit()  # ends the read: no connection held while the turn stops
-    return CancelResult(cancelled=await transport.cancel(conversation_id))
-
-
-@router.get(
-    "/{conversation_id}/messages",
-    response_model=MessageList,
-    responses=_NOT_FOUND,
-)
-async def list_messages(
-    conversation_id: TextId,
-    user: CurrentUser,
-    session: SessionDep,
-    limit: Annotated[int, Query(ge=1, le=500)] = 100,
-    continue_: Annotated[str | None, Query(alias="continue")] = None,
-) -> JSONResponse:
-    await conversations.get(session, user.id, conversation_id)
-    rows, token = await conversations.messages_page(
-        session, conversation_id, limit=limit, token=continue_
-    )
-    return JSONResponse({"items": [message_json(m) for m in rows], "continue": token})
-
-
+# The turn's route first: FastAPI tries a router's routes in order, and this is the busiest.
 @router.post(
     "/{conversation_id}/messages",
     response_model=MessageOut,
@@ -317,4 +227,96 @@ async def send_message(
         raise ServiceUnavailable(
             "the turn ended but its answer could not be stored", code="turn_not_stored"
         )
-    return JSONResponse(reply.model_dump(mode="json"))
+    # pydantic's serializer, not a dict for `json.dumps`: the same JSON, in a fraction of the time
+    return Response(reply.model_dump_json(), media_type="application/json")
+
+
+@router.post(
+    "",
+    status_code=201,
+    responses=errors(
+        (404, "the caller may not use that Ghost, or it does not exist (`ghost_not_found`)"),
+        422,
+        (429, "the caller's conversations quota is reached (`quota_conversations`)"),
+    ),
+)
+async def create_conversation(
+    body: ConversationCreate, user: CurrentUser, session: SessionDep, request: Request
+) -> ConversationOut:
+    await ghost_row(session, user.id, body.ghost)  # 404 unless the caller may use it
+    await check_stored(session, request.app.state.settings, user.id, {"conversations": 1})  # ops
+    created = await conversations.create(
+        session, user.id, body.ghost, body.title or conversations.DEFAULT_TITLE
+    )
+    await session.commit()
+    return ConversationOut.model_validate(created)
+
+
+@router.get("", response_model_by_alias=True, responses=errors(422))
+async def list_conversations(
+    user: CurrentUser,
+    session: SessionDep,
+    limit: Annotated[int, Query(ge=1, le=500)] = 100,
+    continue_: Annotated[str | None, Query(alias="continue")] = None,
+) -> ConversationList:
+    rows, token = await conversations.list_page(session, user.id, limit=limit, token=continue_)
+    return ConversationList(items=await _with_usage(session, rows), **{"continue": token})
+
+
+@router.get("/{conversation_id}", responses=_NOT_FOUND)
+async def get_conversation(
+    conversation_id: TextId, user: CurrentUser, session: SessionDep
+) -> ConversationOut:
+    row = await conversations.get(session, user.id, conversation_id)
+    return (await _with_usage(session, [row]))[0]
+
+
+@router.patch("/{conversation_id}", responses=_NOT_FOUND)
+async def rename_conversation(
+    conversation_id: TextId, body: ConversationRename, user: CurrentUser, session: SessionDep
+) -> ConversationOut:
+    """Change the conversation's title."""
+    row = await conversations.rename(session, user.id, conversation_id, body.title)
+    await session.commit()
+    return (await _with_usage(session, [row]))[0]
+
+
+@router.delete("/{conversation_id}", status_code=204, responses=_NOT_FOUND)
+async def delete_conversation(
+    conversation_id: TextId, user: CurrentUser, session: SessionDep, transport: TransportDep
+) -> Response:
+    await conversations.get(session, user.id, conversation_id)
+    await session.commit()  # ends the read: no connection held while the turn stops
+    await transport.cancel(conversation_id)
+    await conversations.delete(session, user.id, conversation_id)
+    await session.commit()
+    return Response(status_code=204)
+
+
+@router.post("/{conversation_id}/cancel", responses=_NOT_FOUND)
+async def cancel_turn(
+    conversation_id: TextId, user: CurrentUser, session: SessionDep, transport: TransportDep
+) -> CancelResult:
+    """Cancel the running turn (it ends with `cancelled`); `cancelled: false` if none ran."""
+    await conversations.get(session, user.id, conversation_id)
+    await session.commit()  # ends the read: no connection held while the turn stops
+    return CancelResult(cancelled=await transport.cancel(conversation_id))
+
+
+@router.get(
+    "/{conversation_id}/messages",
+    response_model=MessageList,
+    responses=_NOT_FOUND,
+)
+async def list_messages(
+    conversation_id: TextId,
+    user: CurrentUser,
+    session: SessionDep,
+    limit: Annotated[int, Query(ge=1, le=500)] = 100,
+    continue_: Annotated[str | None, Query(alias="continue")] = None,
+) -> JSONResponse:
+    await conversations.get(session, user.id, conversation_id)
+    rows, token = await conversations.messages_page(
+        session, conversation_id, limit=limit, token=continue_
+    )
+    return JSONResponse({"items": [message_json(m) for m in rows], "continue": token})
