@@ -192,12 +192,53 @@ class _Entry:
 _ENTRY_SQL = ", ".join(f"sizes.{c.key}" for c in _ENTRY_COLUMNS)
 
 
+class FittingCatalogs:
+    """Catalogs that fit their budget, kept per process under the skill generations of their
+    selection's owners (`Where.owners`), which the turn's window read (conversations.py).
+
+    Every write of what a selection reads (search rows, labels, plugins) draws its owner a new
+    generation (triggers, migration 0009; search/sample.py relies on the same), so a turn that
+    reads the generations a catalog was kept under lists the same rows: it reads none of them
+    again. A catalog read while a write landed is kept under the generations read before it:
+    only a turn that read those, so started before the write, can get it, and gets the newer
+    rows. Keyed by the selection's SQL and parameters and the budget; least recently used out.
+    """
+
+    def __init__(self, max_entries: int = 256) -> None:
+        self._entries: OrderedDict[tuple[Any, ...], _Catalog] = OrderedDict()
+        self._max = max_entries
+        self.hits = 0
+
+    @staticmethod
+    def key(
+        dialect: str, where: Where, budget_chars: int, generations: Mapping[int, str]
+    ) -> tuple[Any, ...] | None:
+        """The catalog's key, None when the generations read do not cover its owners."""
+        if not where.owners or any(owner not in generations for owner in where.owners):
+            return None
+        owned = tuple(generations[owner] for owner in where.owners)
+        return (dialect, where.sql, repr(sorted(where.params.items())), budget_chars, owned)
+
+    def get(self, key: tuple[Any, ...]) -> _Catalog | None:
+        found = self._entries.get(key)
+        if found is not None:
+            self._entries.move_to_end(key)
+            self.hits += 1
+        return found
+
+    def keep(self, key: tuple[Any, ...], catalog: _Catalog) -> None:
+        self._entries[key] = catalog
+        if len(self._entries) > self._max:
+            self._entries.popitem(last=False)
+
+
 async def _catalog(
     session: AsyncSession,
     source: GhostSkills,
     budget_tokens: int,
     message: str,
     terms: list[QueryTerm],
+    kept: tuple[FittingCatalogs, Mapping[int, str]] | None = None,
 ) -> _Catalog:
     """Whether the full catalog fits the budget, whether a skill names a user secret, and when
     it fits its entries, else the counts of the search for the message (its `terms`).
@@ -207,10 +248,16 @@ async def _catalog(
     reads the secrets flag and the owners' generations (`_large`; the sample's fingerprint
     too, in one more statement, when a generation changed: engine.CountsQuery), and on
     PostgreSQL the search's candidates statement, planned on the kept counts, goes in the same
-    round trip (`engine.Prefetch`). Otherwise `_sized` reads the catalog's sizes."""
+    round trip (`engine.Prefetch`). Otherwise `_sized` reads the catalog's sizes. `kept`: the
+    catalogs kept and the generations the turn read; one kept under them is the catalog."""
     dialect = session.get_bind().dialect.name
     where = where_sql(session, source)
     budget_chars = budget_tokens * CHARS_PER_TOKEN
+    key = FittingCatalogs.key(dialect, where, budget_chars, kept[1]) if kept else None
+    if kept is not None and key is not None:
+        found = kept[0].get(key)
+        if found is not None:
+            return found
     most = budget_chars // _MIN_ENTRY_CHARS
     stems = request_stems(terms)
     query = CountsQuery.of(dialect, where, stems) if stems else None
@@ -218,7 +265,10 @@ async def _catalog(
         large = await _large(session, dialect, where, query, (message, terms), most)
         if large is not None:
             return large
-    return await _sized(session, dialect, where, query, budget_chars, most)
+    sized = await _sized(session, dialect, where, query, budget_chars, most)
+    if kept is not None and key is not None and sized.fits:
+        kept[0].keep(key, sized)
+    return sized
 
 
 def _secrets_sql(where: Where) -> str:
@@ -339,14 +389,16 @@ async def turn_skills(
     threshold: float,
     pins: Mapping[str, int] | None = None,
     rerank: SemanticRanker | None = None,
+    kept: tuple[FittingCatalogs, Mapping[int, str]] | None = None,
 ) -> TurnSkills:
     """The catalog and starting skills of a turn; `wanted` are the preloaded and recently used
-    skills, which start in full; `pins`: name -> the version the Ghost pins."""
+    skills, which start in full; `pins`: name -> the version the Ghost pins; `kept`: the
+    catalogs kept and the skill generations the turn's window read (`FittingCatalogs`)."""
     pins = pins or {}
     used: dict[str, UsedVersion] = {}
     where = source.condition()
     terms = query_terms(message)
-    size = await _catalog(session, source, budget_tokens, message, terms)
+    size = await _catalog(session, source, budget_tokens, message, terms, kept)
     if size.fits:
         rows = size.rows
         started = [r for r in rows if r.name in set(wanted)]

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, cast
 
 from pydantic import Field
 from sqlalchemy import (
+    Case,
+    ColumnExpressionArgument,
     Integer,
+    ScalarSelect,
     Table,
+    Text,
     and_,
     bindparam,
     case,
@@ -27,7 +32,14 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from backend.db.hot_reads import HotRead
 from backend.db.hot_writes import HotWrite
-from backend.db.models import Conversation, Message, User, UserQuota
+from backend.db.models import (
+    SYSTEM_USER_ID,
+    Conversation,
+    Message,
+    SkillGeneration,
+    User,
+    UserQuota,
+)
 from backend.db.types import NoNul, utcnow
 from backend.errors import NotFound
 from backend.ghosts.resolve import ghost_text_of
@@ -103,12 +115,30 @@ _ADD_REPLY = HotWrite(
     .values({name: bindparam(name) for name in _REPLY_COLUMNS})
     .returning(_MESSAGES.c.id)
 )
+
+
+def _generation(user_id: ColumnExpressionArgument[int] | int) -> ScalarSelect[str]:
+    """A user's skill generation as text, `-` without one (search/sample.py's form)."""
+    return (
+        select(func.coalesce(SkillGeneration.generation.cast(Text), "-"))
+        .where(SkillGeneration.user_id == user_id)
+        .scalar_subquery()
+    )
+
+
+def _on_user_message(value: ScalarSelect[str]) -> Case[str]:
+    """`value` on the user message's row only (a CASE, so its subquery runs once)."""
+    return case((_MESSAGES.c.id == bindparam("mid"), value))
+
+
 # A turn's conversation, its owner and their quota overrides, with the message window: one
 # query (the outer join still yields the owner when no message matches). Core columns, not
 # entities: loading ORM objects for every message of the window cost a turn more CPU than the
 # query (only a retried turn's stored answer becomes a `Message`).
-# The Ghost's stored JSON comes on the user message's row only (a CASE, so the subquery runs
-# once): the turn needs no statement of its own to read it.
+# The Ghost's stored JSON and the skill generations of the owner and of the public skills come
+# on the user message's row only (a CASE, so the subqueries run once): the turn needs no
+# statement of its own to read them (the generations tell whether a kept catalog still holds:
+# backend/chat/catalog.py).
 _WINDOW = HotRead(
     select(
         Conversation.ghost,
@@ -122,6 +152,8 @@ _WINDOW = HotRead(
                 ghost_text_of(Conversation.ghost, Conversation.user_id),
             )
         ).label("ghost_text"),
+        _on_user_message(_generation(Conversation.user_id)).label("user_generation"),
+        _on_user_message(_generation(SYSTEM_USER_ID)).label("public_generation"),
         *(c.label(f"m_{c.key}") for c in _MESSAGES.c),
     )
     .select_from(Conversation)
@@ -139,7 +171,7 @@ _WINDOW = HotRead(
     .limit(bindparam("rows", type_=Integer))
 )
 _MESSAGE_KEYS = tuple(c.key for c in _MESSAGES.c)
-_FIRST_MESSAGE_COLUMN = 6  # _WINDOW's columns before the message's
+_FIRST_MESSAGE_COLUMN = 8  # _WINDOW's columns before the message's
 
 
 @dataclass(frozen=True)
@@ -173,6 +205,9 @@ class TurnWindow:
     owned: Owned | None  # None: the conversation is gone
     user_message: WindowMessage | None
     ghost_text: str | None  # the Ghost's stored JSON, read with the user message (None: none)
+    # user id -> skill generation (`-`: none) of the owner and the public skills' owner, read
+    # with the user message (empty: none)
+    generations: Mapping[int, str]
     reply: Message | None  # the stored answer (detached), if this turn already ran
     history: list[WindowMessage]  # oldest first, at most `history`, before the user message
     user_turns_before: int  # user messages older than the window (keeps turn indices exact)
@@ -345,13 +380,14 @@ async def turn_window(
     params = {"cid": conversation_id, "mid": message_id, "rows": history + 2}
     found = await _WINDOW.rows(session, params)
     if not found:
-        return TurnWindow(None, None, None, None, [], 0)
+        return TurnWindow(None, None, None, {}, None, [], 0)
     head = found[0]
     owned = Owned(head.ghost, head.user_id, head.user_name, head.is_active, head.limits)
     first = _FIRST_MESSAGE_COLUMN
     reply: Message | None = None
     user_message: WindowMessage | None = None
     ghost_text: str | None = None
+    generations: dict[int, str] = {}
     window: list[WindowMessage] = []
     for row in found:
         if row.m_id is None:  # the outer join found no message
@@ -370,6 +406,7 @@ async def turn_window(
         if message.id == message_id:
             user_message = message
             ghost_text = row.ghost_text
+            generations = {head.user_id: row.user_generation, SYSTEM_USER_ID: row.public_generation}
         elif message.id < message_id and len(window) < history:
             window.append(message)
     window.reverse()
@@ -387,7 +424,7 @@ async def turn_window(
             )
             or 0
         )
-    return TurnWindow(owned, user_message, ghost_text, reply, window, before)
+    return TurnWindow(owned, user_message, ghost_text, generations, reply, window, before)
 
 
 async def messages_page(

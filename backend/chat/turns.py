@@ -26,7 +26,12 @@ from backend.chat.builder import (
     needs_secrets,
     wanted_skills,
 )
-from backend.chat.catalog import GhostSkillDirectory, SkillSpecCache, turn_skills
+from backend.chat.catalog import (
+    FittingCatalogs,
+    GhostSkillDirectory,
+    SkillSpecCache,
+    turn_skills,
+)
 from backend.chat.commands import unescape
 from backend.chat.skill_versions import SkillChangedEvent, UsedVersion
 from backend.chat.transport.base import TransportFrontend, TurnTransport
@@ -131,6 +136,7 @@ class TurnRunner:
         self.model = model  # tests and benchmarks inject a fake; None builds it from settings
         self.sandbox = sandbox  # where skill_run runs; None: the tool is not offered
         self.skill_specs = SkillSpecCache()
+        self.catalogs = FittingCatalogs()  # catalogs that fit, by their owners' generations
         self.ghosts = GhostCache()
         self.mcp_servers = global_servers(settings)  # the server's, parsed once
 
@@ -185,6 +191,7 @@ class TurnRunner:
                 threshold=self.settings.skill_search_threshold,
                 pins=pinned,
                 rerank=ranker_for(self.settings),
+                kept=(self.catalogs, window.generations),
             )
             # The recorded versions matter only for skills the turn starts with in full.
             before = (

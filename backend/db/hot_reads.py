@@ -45,7 +45,7 @@ class _Compiled:
 class HotRead:
     """One SELECT, compiled once per dialect, run on the driver (module docstring)."""
 
-    def __init__(self, statement: Select[Any]) -> None:
+    def __init__(self, statement: Select[*tuple[Any, ...]]) -> None:
         self.statement = statement
         self._by_dialect: dict[str, _Compiled] = {}
 
