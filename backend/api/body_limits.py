@@ -201,13 +201,12 @@ class _CappedExchange:
 async def _authenticate(scope: Scope, headers: Headers, settings: Settings) -> None:
     token = bearer_token(headers.get("authorization"))
     try:
-        user, api_token = await scope["app"].state.auth.identify(token)
+        identity = await scope["app"].state.auth.identify(token)
     except DEPENDENCY_ERRORS as exc:  # as the API's handler maps them
         raise dependency_unavailable(exc, settings.retry_after_seconds) from None
     state = scope.setdefault("state", {})
-    state["user_id"] = user.id  # read by the access log
-    state["principal"] = user  # the route's `CurrentUser` takes it instead of asking again
-    state["token"] = api_token  # and `CurrentToken` this
+    state["user_id"] = identity.user.id  # read by the access log
+    state["identity"] = identity  # the route's `CurrentUser` takes it instead of asking again
 
 
 async def _respond(scope: Scope, send: Send, exc: SkillhiveError, *, close: bool) -> None:

@@ -4,13 +4,14 @@ read with) are the only way routes learn who calls."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Depends, Path, Request
 from fastapi.security import HTTPBearer
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.auth.requests import RequestAuth
+from backend.auth.service import Identity
 from backend.chat.runtime import ChatRuntime
 from backend.chat.transport import TurnTransport
 from backend.config import Settings
@@ -81,14 +82,13 @@ async def get_current_user(
     """The caller, read on the auth pool's connection that is back before the route runs: no
     connection stays checked out while a turn runs, a body streams or an SSE stream is open.
     The user comes back detached (its columns loaded); routes write through their own session."""
-    found: User | None = getattr(request.state, "principal", None)  # the body guard's check
+    found: Identity | None = getattr(request.state, "identity", None)  # the body guard's check
     if found is None:
         token = bearer_token(request.headers.get("authorization"))
         auth: RequestAuth = request.app.state.auth
-        found, request.state.token = await auth.identify(token)
-        request.state.principal = found
-    request.state.user_id = found.id  # read by the access log
-    return found
+        found = request.state.identity = await auth.identify(token)
+    request.state.user_id = found.user.id  # read by the access log
+    return found.user
 
 
 async def get_admin_user(user: Annotated[User, Depends(get_current_user)]) -> User:
@@ -103,8 +103,15 @@ AdminUser = Annotated[User, Depends(get_admin_user)]
 
 async def get_current_token(request: Request, _user: CurrentUser) -> ApiToken:
     """The token the caller authenticated with (detached), read with `CurrentUser`."""
-    token: ApiToken = request.state.token
-    return token
+    identity: Identity = request.state.identity
+    return identity.token
+
+
+async def get_quota_overrides(request: Request, _user: CurrentUser) -> dict[str, Any] | None:
+    """The caller's quota overrides (`user_quotas.limits`, None without a row), read with
+    `CurrentUser`."""
+    identity: Identity = request.state.identity
+    return identity.quota_overrides
 
 
 async def get_live_auth(request: Request) -> LiveAuth:
@@ -113,4 +120,5 @@ async def get_live_auth(request: Request) -> LiveAuth:
 
 
 CurrentToken = Annotated[ApiToken, Depends(get_current_token)]
+QuotaOverrides = Annotated[dict[str, Any] | None, Depends(get_quota_overrides)]
 LiveAuthDep = Annotated[LiveAuth, Depends(get_live_auth)]

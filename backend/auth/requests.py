@@ -21,7 +21,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from backend.auth import service
-from backend.db.models import ApiToken, User
+from backend.db.models import User
 from backend.db.types import utcnow
 
 log = logging.getLogger("skillhive.auth")
@@ -40,27 +40,28 @@ class RequestAuth:
 
     async def authenticate(self, secret: str) -> User:
         """The active user owning an unrevoked, unexpired token, or `Unauthorized`."""
-        user, _ = await self.identify(secret)
-        return user
+        return (await self.identify(secret)).user
 
-    async def identify(self, secret: str) -> tuple[User, ApiToken]:
-        """`authenticate`, with the token too (an SSE stream watches it: `LiveAuth.stream`)."""
+    async def identify(self, secret: str) -> service.Identity:
+        """`authenticate`, with the token (an SSE stream watches it: `LiveAuth.stream`) and the
+        user's quota overrides (a turn's send admits on them)."""
         try:
-            user, token = await self._read(secret)
+            identity = await self._read(secret)
         except DBAPIError as exc:
             if not exc.connection_invalidated:
                 raise
             # The server closed this pooled connection (restart, idle timeout): the pool has
             # dropped it and its elders, so the read goes again once, on a new connection.
-            user, token = await self._read(secret)
+            identity = await self._read(secret)
+        token = identity.token
         now = utcnow()
         if service.touch_due(token, now) and token.id not in self._touching:
             task = asyncio.create_task(self._touch(token.id, now), name=f"touch:{token.id}")
             self._touching[token.id] = task
             task.add_done_callback(lambda _: self._touching.pop(token.id, None))
-        return user, token
+        return identity
 
-    async def _read(self, secret: str) -> tuple[User, ApiToken]:
+    async def _read(self, secret: str) -> service.Identity:
         async with self._reads.connect() as connection:  # one read: a Session costs more
             return await service.identify(connection, secret)
 

@@ -6,7 +6,7 @@ import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from sqlalchemy import Select, Table, bindparam, select, update
 from sqlalchemy.exc import IntegrityError
@@ -15,7 +15,7 @@ from sqlalchemy.orm import make_transient_to_detached
 
 from backend.auth.tokens import generate_token, hash_token
 from backend.db.hot_reads import HotRead
-from backend.db.models import SYSTEM_USER_ID, ApiToken, Base, User
+from backend.db.models import SYSTEM_USER_ID, ApiToken, Base, User, UserQuota
 from backend.db.types import utcnow
 from backend.errors import Conflict, InvalidRequest, NotFound, Unauthorized
 
@@ -148,9 +148,16 @@ def refusal(token: ApiToken, user: User, now: datetime) -> Unauthorized | None:
 # through a Session cost a request more CPU than the read itself.
 _TOKENS: Table = ApiToken.__table__  # type: ignore[assignment]
 _USERS: Table = User.__table__  # type: ignore[assignment]
+# The user's quota overrides come with it (one outer join): a turn's send needs them, and
+# reads nothing else before it is admitted once the conversation's owner is known.
 _BY_HASH = HotRead(
-    select(*(c.label(f"t_{c.key}") for c in _TOKENS.c), *(c.label(f"u_{c.key}") for c in _USERS.c))
+    select(
+        *(c.label(f"t_{c.key}") for c in _TOKENS.c),
+        *(c.label(f"u_{c.key}") for c in _USERS.c),
+        UserQuota.limits.label("quota_overrides"),
+    )
     .join_from(_TOKENS, _USERS, _USERS.c.id == _TOKENS.c.user_id)
+    .outerjoin(UserQuota, UserQuota.user_id == _USERS.c.id)
     .where(_TOKENS.c.token_hash == bindparam("token_hash"))
 )
 
@@ -162,7 +169,15 @@ def _detached(model: type[M], row: Mapping[str, Any], prefix: str) -> M:
     return instance
 
 
-async def identify(session: AsyncSession | AsyncConnection, secret: str) -> tuple[User, ApiToken]:
+class Identity(NamedTuple):
+    """Who a token authenticates (detached instances) and their quota overrides."""
+
+    user: User
+    token: ApiToken
+    quota_overrides: dict[str, Any] | None  # `user_quotas.limits`; None without a row
+
+
+async def identify(session: AsyncSession | AsyncConnection, secret: str) -> Identity:
     """The active user owning an unrevoked, unexpired token, and that token; or `Unauthorized`.
     One read, no write (`touch_due` tells whether `last_used_at` should be written)."""
     found = await _BY_HASH.rows(session, {"token_hash": hash_token(secret)})
@@ -173,7 +188,7 @@ async def identify(session: AsyncSession | AsyncConnection, secret: str) -> tupl
     refused = refusal(token, user, utcnow())
     if refused is not None:
         raise refused
-    return user, token
+    return Identity(user, token, row["quota_overrides"])
 
 
 def touch_due(token: ApiToken, now: datetime) -> bool:
@@ -187,7 +202,7 @@ async def touch(session: AsyncSession, token_id: int, now: datetime) -> None:
 
 async def authenticate_token(session: AsyncSession, secret: str) -> tuple[User, ApiToken]:
     """`identify`, then `last_used_at` written on `session` when due."""
-    user, token = await identify(session, secret)
+    user, token, _ = await identify(session, secret)
     now = utcnow()
     if touch_due(token, now):
         await touch(session, token.id, now)

@@ -9,7 +9,10 @@ transport; REST and Socket.IO both send through `ChatRuntime.send`.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
 
 import redis.asyncio as aioredis
 from cryptography.fernet import Fernet
@@ -27,6 +30,18 @@ from backend.ops.quotas import Quotas, counters_for
 from backend.ops.tracing import tracer
 from chat_shell import BubblewrapSandbox
 
+# Conversations whose owner a gateway remembers (least recently used out): about 100 bytes each.
+OWNERS_KEPT = 65_536
+
+
+@dataclass(frozen=True)
+class ReadOverrides:
+    """The caller's quota overrides as just read with its token (`user_quotas.limits`, None
+    without a row): a send given them reads nothing before admitting the turn when it knows the
+    conversation is the caller's."""
+
+    limits: dict[str, Any] | None
+
 
 class ChatRuntime:
     def __init__(
@@ -43,6 +58,16 @@ class ChatRuntime:
         self._machinery: TurnMachinery | None = None
         self._admission: Admission | None = None
         self.quotas = Quotas(settings, counters_for(None, settings.redis_prefix))
+        self._owners: OrderedDict[str, int] = OrderedDict()  # conversation id -> its owner
+
+    def owned_by(self, conversation_id: str, user_id: int) -> None:
+        """Remember the conversation's owner (who created it, or whom a read showed). An owner
+        never changes, so this cannot go stale; a deleted conversation's send still ends in 404,
+        for the INSERT of its message checks the owner."""
+        self._owners[conversation_id] = user_id
+        self._owners.move_to_end(conversation_id)
+        if len(self._owners) > OWNERS_KEPT:
+            self._owners.popitem(last=False)
 
     async def start(
         self,
@@ -124,18 +149,28 @@ class ChatRuntime:
         content: str,
         *,
         owned: Callable[[], Awaitable[None]] | None = None,
+        overrides: ReadOverrides | None = None,
     ) -> int:
         """Store the user's message and start the turn; 404 unless the conversation is the
         user's, then 409 if a turn runs in it, then 429 `too_many_turns` if the user has as
         many turns running as `SKILLHIVE_MAX_CONCURRENT_TURNS_PER_USER`. `owned` runs once the
         conversation is known to be the user's, before the turn can start (a socket joins the
-        conversation's room there, so the ownership check is not read twice)."""
+        conversation's room there, so the ownership check is not read twice). `overrides`: the
+        user's quota overrides, read with their token; with them, a conversation this gateway
+        knows is theirs (`owned_by`) is admitted without a read."""
         # One connection reads and writes (prebuilt Core statements, no Session): a second
         # checkout cost a turn a pool round trip. Ownership before the claim: a 409 for someone
-        # else's busy conversation would tell them it exists. The check is a read, so no write
-        # lock is held while the send is admitted (on SQLite one lock serializes every writer).
+        # else's busy conversation would tell them it exists, and their claim would hold up its
+        # owner's send. The check is a read, so no write lock is held while the send is
+        # admitted (on SQLite one lock serializes every writer).
         async with self.engine.connect() as session:
-            own = await conversations.quota_overrides_if_owned(session, user_id, conversation_id)
+            if overrides is not None and self._owners.get(conversation_id) == user_id:
+                own = overrides.limits
+            else:
+                own = await conversations.quota_overrides_if_owned(
+                    session, user_id, conversation_id
+                )
+                self.owned_by(conversation_id, user_id)
             if owned is not None:
                 await owned()
             limits = await self.quotas.admit_turn(user_id, own)  # 429 quota_* before writes

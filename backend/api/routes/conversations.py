@@ -17,6 +17,7 @@ from backend.api.deps import (
     CurrentToken,
     CurrentUser,
     LiveAuthDep,
+    QuotaOverrides,
     SessionDep,
     TextId,
     TransportDep,
@@ -24,6 +25,7 @@ from backend.api.deps import (
 from backend.api.errors import errors
 from backend.api.sse import sse_frame, sse_refused
 from backend.chat import conversations
+from backend.chat.runtime import ReadOverrides
 from backend.chat.transport import TurnEnded, TurnEnvelope, message_json
 from backend.db.models import Conversation
 from backend.db.types import NoNul
@@ -165,6 +167,7 @@ async def send_message(
     chat: ChatDep,
     transport: TransportDep,
     live_auth: LiveAuthDep,
+    overrides: QuotaOverrides,
 ) -> Response:
     """Run a turn. `Accept: text/event-stream` streams its events; otherwise the answer (JSON)
     comes back once the turn ends. A second send while a turn runs is 409 `turn_in_progress`;
@@ -183,7 +186,9 @@ async def send_message(
     # socket's: backend/ws/live_auth.py).
     access = await stack.enter_async_context(live_auth.stream(token))
     try:
-        message_id = await chat.send(user.id, conversation_id, body.content)
+        message_id = await chat.send(
+            user.id, conversation_id, body.content, overrides=ReadOverrides(overrides)
+        )
     except BaseException:
         await stack.aclose()
         raise
@@ -241,7 +246,11 @@ async def send_message(
     ),
 )
 async def create_conversation(
-    body: ConversationCreate, user: CurrentUser, session: SessionDep, request: Request
+    body: ConversationCreate,
+    user: CurrentUser,
+    session: SessionDep,
+    request: Request,
+    chat: ChatDep,
 ) -> ConversationOut:
     await ghost_row(session, user.id, body.ghost)  # 404 unless the caller may use it
     await check_stored(session, request.app.state.settings, user.id, {"conversations": 1})  # ops
@@ -249,6 +258,7 @@ async def create_conversation(
         session, user.id, body.ghost, body.title or conversations.DEFAULT_TITLE
     )
     await session.commit()
+    chat.owned_by(created.id, user.id)  # its first send need not read who owns it
     return ConversationOut.model_validate(created)
 
 

@@ -55,9 +55,10 @@ async def test_rows_match_sqlalchemys_values_and_types(database_url: str) -> Non
         assert abs(row.created_at - datetime.now(UTC)).total_seconds() < 600
 
         async with engine.connect() as conn:  # the hot reads the service uses
-            user_found, token = await auth.identify(conn, secret)
+            user_found, token, overrides = await auth.identify(conn, secret)
         assert user_found.id == user.id and user_found.name == "ann"
         assert isinstance(token, ApiToken) and token.user_id == user.id
+        assert overrides == {"turns_per_minute": 3}  # the user's quota row, with the token
     finally:
         await engine.dispose()
 

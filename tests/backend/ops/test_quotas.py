@@ -158,6 +158,33 @@ async def test_sends_refused_as_busy_do_not_use_the_turns_per_minute_quota(
     assert used == 1  # the turn that ran, not the three refused sends
 
 
+async def test_an_override_set_between_two_sends_applies_to_the_second(
+    client: httpx.AsyncClient, alice: Account, admin: Account, openai_server: FakeOpenAIServer
+) -> None:
+    # The gateway knows the conversation is alice's (it created it, and her first send ran), so
+    # the second send reads nothing before it is admitted: the override comes with her token.
+    chat: ChatSetup = await make_setup(client, alice, openai_server)
+    cid = await chat.conversation(client)
+    openai_server.script(Reply(text="one"))
+    assert (await send(client, chat, cid, "first")).status_code == 200
+    await set_quotas(client, admin, alice, turns_per_minute=0)
+    assert_quota(await send(client, chat, cid, "second"), "turns_per_minute")
+    await set_quotas(client, admin, alice, turns_per_minute=None)
+    openai_server.script(Reply(text="three"))
+    assert (await send(client, chat, cid, "third")).status_code == 200
+
+
+async def test_a_deleted_conversation_the_gateway_knew_is_a_404_and_stores_nothing(
+    client: httpx.AsyncClient, app: FastAPI, alice: Account, openai_server: FakeOpenAIServer
+) -> None:
+    chat: ChatSetup = await make_setup(client, alice, openai_server)
+    cid = await chat.conversation(client)
+    gone = await client.delete(f"{CONVERSATIONS}/{cid}", headers=alice.headers)
+    assert gone.status_code == 204
+    assert_error(await send(client, chat, cid, "hello?"), 404, "conversation_not_found")
+    assert not app.state.chat.transport.running(cid)  # its claim went with the refusal
+
+
 # --- two gateways, one Redis -------------------------------------------------------------------
 
 
