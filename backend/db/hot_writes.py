@@ -10,8 +10,8 @@ datetimes, NUL-free text).
 
 It runs in the connection's transaction, begun through SQLAlchemy as its own execution would
 begin it, so the caller's `commit()` and `rollback()` (and the pool's reset) end it as they end
-any other. `rows(..., commit=True)` is `execute_and_commit` (the COMMIT in the statement's trip
-on SQLite); `defer` holds the statement back until the transaction's next trip, as
+any other. `rows(..., commit=True)` commits it (on SQLite the COMMIT goes in the statement's
+trip); `defer` holds the statement back until the transaction's next trip, as
 `sqlite_driver.defer` does. Errors come out as SQLAlchemy's (`IntegrityError`, ...).
 """
 

@@ -9,8 +9,9 @@ close), and a COMMIT or ROLLBACK with no transaction open is skipped: sqlite3 it
 nothing then (it checks the same `in_transaction`). Streaming (server-side) cursors keep
 SQLAlchemy's own class. `create_engine` passes `lean_dbapi()` as the engine's `module`.
 
-`execute_and_commit` runs a transaction's last statement and its COMMIT in that one trip (the
-COMMIT SQLAlchemy then asks for finds no transaction open, and is skipped). `defer` holds back
+A statement flagged `commit_next` (`HotWrite.rows(..., commit=True)`, backend/db/hot_writes.py)
+runs with its transaction's COMMIT in that one trip (the COMMIT SQLAlchemy then asks for finds
+no transaction open, and is skipped). `defer` holds back
 a statement whose answer nobody reads (a touch, an accounting row) until the transaction's next
 statement or COMMIT, and runs it in that trip, before it: a turn's writes are one trip each.
 """
@@ -23,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import aiosqlite
-from sqlalchemy import Executable, Row
+from sqlalchemy import Executable
 from sqlalchemy.dialects.sqlite.aiosqlite import (
     AsyncAdapt_aiosqlite_connection,
     AsyncAdapt_aiosqlite_cursor,
@@ -171,7 +172,7 @@ class LeanConnection(AsyncAdapt_aiosqlite_connection):
 
     def __init__(self, dbapi: Any, connection: Any) -> None:
         super().__init__(dbapi, connection)
-        self.commit_next = False  # set by `execute_and_commit` for its statement
+        self.commit_next = False  # set for its statement by `driver_rows(..., commit=True)`
         self.defer_next = False  # set by `defer` for its statement
         self.deferred: list[_Deferred] = []  # held back until the next trip
 
@@ -236,24 +237,6 @@ async def defer(
         await connection.execute(statement, parameters)
     finally:
         lean.defer_next = False  # not reached the driver (e.g. refused before): not held
-
-
-async def execute_and_commit(
-    connection: AsyncConnection, statement: Executable, parameters: Mapping[str, Any]
-) -> Sequence[Row[Any]]:
-    """Run a transaction's last statement and commit it; its rows. On SQLite (this driver)
-    the statement and the COMMIT are one trip to aiosqlite's thread; elsewhere two calls."""
-    lean = await _lean(connection)
-    if lean is not None:
-        lean.commit_next = True
-    try:
-        result = await connection.execute(statement, parameters)
-        rows = result.all() if result.returns_rows else []
-    finally:
-        if lean is not None:
-            lean.commit_next = False  # not run (e.g. refused before the driver was reached)
-    await connection.commit()  # SQLAlchemy's bookkeeping; on SQLite no transaction is left
-    return rows
 
 
 def lean_connection(dbapi_connection: Any) -> LeanConnection | None:

@@ -12,10 +12,11 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from backend.db.engine import create_engine
+from backend.db.hot_writes import HotWrite
 from backend.db.models import User
-from backend.db.sqlite_driver import defer, execute_and_commit
+from backend.db.sqlite_driver import defer
 
-_ADD = insert(User).values(name=bindparam("name")).returning(User.id)
+_ADD = HotWrite(insert(User).values(name=bindparam("name")).returning(User.id))
 _ADD_QUIETLY = insert(User).values(name=bindparam("name"))
 _RENAME = update(User).where(User.name == bindparam("old")).values(name=bindparam("new"))
 
@@ -59,7 +60,7 @@ async def test_deferred_statements_run_before_the_next_one_in_the_same_transacti
     async with engine.connect() as conn:
         await defer(conn, _ADD_QUIETLY, {"name": "first"})
         await defer(conn, _RENAME, {"old": "first", "new": "renamed"})  # sees `first`
-        rows = await execute_and_commit(conn, _ADD, {"name": "second"})
+        rows = await _ADD.rows(conn, {"name": "second"}, commit=True)
         assert rows and not conn.in_transaction()
     assert await _names(database_url) == {"renamed", "second"}
 
@@ -74,7 +75,7 @@ async def test_on_sqlite_the_deferred_statements_and_the_commit_are_one_trip(
         await defer(conn, _ADD_QUIETLY, {"name": "a"})
         await defer(conn, _ADD_QUIETLY, {"name": "b"})
         assert sent == []  # held back
-        await execute_and_commit(conn, _ADD, {"name": "c"})
+        await _ADD.rows(conn, {"name": "c"}, commit=True)
         assert sent == ["_statement"]
         await defer(conn, _ADD_QUIETLY, {"name": "d"})
         await conn.commit()  # only deferred statements: they go with the COMMIT
@@ -86,7 +87,7 @@ async def test_a_rollback_drops_what_was_deferred(engine: AsyncEngine, database_
     async with engine.connect() as conn:
         await defer(conn, _ADD_QUIETLY, {"name": "dropped"})
         await conn.rollback()
-        await execute_and_commit(conn, _ADD, {"name": "kept"})
+        await _ADD.rows(conn, {"name": "kept"}, commit=True)
     assert await _names(database_url) == {"kept"}
 
 
@@ -98,7 +99,7 @@ async def test_a_connection_returned_with_deferred_statements_does_not_pass_them
         async with engine.connect() as conn:
             await defer(conn, _ADD_QUIETLY, {"name": "abandoned"})
         async with engine.connect() as conn:
-            await execute_and_commit(conn, _ADD, {"name": "next"})
+            await _ADD.rows(conn, {"name": "next"}, commit=True)
         assert await _names(database_url) == {"next"}
     finally:
         await engine.dispose()
@@ -109,11 +110,11 @@ async def test_a_deferred_statement_that_fails_fails_the_next_one_and_commits_no
     database_url: str,
 ) -> None:
     async with engine.connect() as conn:
-        await execute_and_commit(conn, _ADD, {"name": "taken"})
+        await _ADD.rows(conn, {"name": "taken"}, commit=True)
         # Names are unique. Raised at once where nothing is held back (PostgreSQL), by the
         # next statement on SQLite.
         with pytest.raises(IntegrityError):
             await defer(conn, _ADD_QUIETLY, {"name": "taken"})
-            await execute_and_commit(conn, _ADD, {"name": "after"})
+            await _ADD.rows(conn, {"name": "after"}, commit=True)
         await conn.rollback()
     assert await _names(database_url) == {"taken"}

@@ -11,12 +11,12 @@ from unittest.mock import patch
 
 import aiosqlite
 import pytest
-from sqlalchemy import text
+from sqlalchemy import column, insert, table, text
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from backend.db.engine import create_engine, create_sessionmaker
-from backend.db.sqlite_driver import execute_and_commit
+from backend.db.hot_writes import HotWrite
 
 
 async def test_pragmas_follow_the_settings(tmp_path: Path) -> None:
@@ -118,7 +118,7 @@ async def test_a_statement_is_one_trip_to_the_sqlite_thread(tmp_path: Path) -> N
 
         async def last_write() -> None:
             async with engine.connect() as conn:
-                await execute_and_commit(conn, text("INSERT INTO t VALUES (2)"), {})
+                await HotWrite(insert(table("t", column("n")))).rows(conn, {"n": 2}, commit=True)
 
         assert await _handoffs(engine, last_write) == 1  # the INSERT with its COMMIT
         async with engine.connect() as conn:
