@@ -1,10 +1,10 @@
 """Annotated dependencies; `CurrentUser` / `AdminUser` (and `CurrentToken`, the token they were
-read with) are the only way routes learn who calls."""
+read with, or `CurrentIdentity`, all the token's read) are the only way routes learn who calls."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import Depends, Path, Request
 from fastapi.security import HTTPBearer
@@ -76,19 +76,28 @@ def bearer_token(authorization: str | None) -> str:
     return token
 
 
-async def get_current_user(
+async def get_identity(
     request: Request, _scheme: Annotated[object, Depends(_bearer_scheme)]
-) -> User:
-    """The caller, read on the auth pool's connection that is back before the route runs: no
-    connection stays checked out while a turn runs, a body streams or an SSE stream is open.
-    The user comes back detached (its columns loaded); routes write through their own session."""
+) -> Identity:
+    """Who calls (`Identity`: user, token, quota overrides), read on the auth pool's connection
+    that is back before the route runs: no connection stays checked out while a turn runs, a
+    body streams or an SSE stream is open. User and token come back detached (their columns
+    loaded); routes write through their own session."""
     found: Identity | None = getattr(request.state, "identity", None)  # the body guard's check
     if found is None:
         token = bearer_token(request.headers.get("authorization"))
         auth: RequestAuth = request.app.state.auth
         found = request.state.identity = await auth.identify(token)
     request.state.user_id = found.user.id  # read by the access log
-    return found.user
+    return found
+
+
+CurrentIdentity = Annotated[Identity, Depends(get_identity)]
+
+
+async def get_current_user(identity: CurrentIdentity) -> User:
+    """The caller."""
+    return identity.user
 
 
 async def get_admin_user(user: Annotated[User, Depends(get_current_user)]) -> User:
@@ -101,17 +110,9 @@ CurrentUser = Annotated[User, Depends(get_current_user)]
 AdminUser = Annotated[User, Depends(get_admin_user)]
 
 
-async def get_current_token(request: Request, _user: CurrentUser) -> ApiToken:
-    """The token the caller authenticated with (detached), read with `CurrentUser`."""
-    identity: Identity = request.state.identity
+async def get_current_token(identity: CurrentIdentity) -> ApiToken:
+    """The token the caller authenticated with (detached)."""
     return identity.token
-
-
-async def get_quota_overrides(request: Request, _user: CurrentUser) -> dict[str, Any] | None:
-    """The caller's quota overrides (`user_quotas.limits`, None without a row), read with
-    `CurrentUser`."""
-    identity: Identity = request.state.identity
-    return identity.quota_overrides
 
 
 async def get_live_auth(request: Request) -> LiveAuth:
@@ -120,5 +121,4 @@ async def get_live_auth(request: Request) -> LiveAuth:
 
 
 CurrentToken = Annotated[ApiToken, Depends(get_current_token)]
-QuotaOverrides = Annotated[dict[str, Any] | None, Depends(get_quota_overrides)]
 LiveAuthDep = Annotated[LiveAuth, Depends(get_live_auth)]

@@ -14,10 +14,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from backend.api.deps import (
     ChatDep,
-    CurrentToken,
+    CurrentIdentity,
     CurrentUser,
     LiveAuthDep,
-    QuotaOverrides,
     SessionDep,
     TextId,
     TransportDep,
@@ -161,13 +160,11 @@ _SSE_EVENTS = (
 async def send_message(
     conversation_id: TextId,
     body: MessageIn,
-    user: CurrentUser,
-    token: CurrentToken,
+    caller: CurrentIdentity,  # user, token and quota overrides: one dependency on the hot path
     request: Request,
     chat: ChatDep,
     transport: TransportDep,
     live_auth: LiveAuthDep,
-    overrides: QuotaOverrides,
 ) -> Response:
     """Run a turn. `Accept: text/event-stream` streams its events; otherwise the answer (JSON)
     comes back once the turn ends. A second send while a turn runs is 409 `turn_in_progress`;
@@ -184,10 +181,13 @@ async def send_message(
     )
     # A turn's answer, streamed or not, goes to the caller only while its grant holds (as a
     # socket's: backend/ws/live_auth.py).
-    access = await stack.enter_async_context(live_auth.stream(token))
+    access = await stack.enter_async_context(live_auth.stream(caller.token))
     try:
         message_id = await chat.send(
-            user.id, conversation_id, body.content, overrides=ReadOverrides(overrides)
+            caller.user.id,
+            conversation_id,
+            body.content,
+            overrides=ReadOverrides(caller.quota_overrides),
         )
     except BaseException:
         await stack.aclose()
