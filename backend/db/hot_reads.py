@@ -148,10 +148,22 @@ async def driver_defer(
 
 async def _driver(connection: AsyncConnection) -> tuple[Any, LeanConnection | None]:
     """The pooled connection and, on SQLite, its lean driver; in a transaction, as SQLAlchemy's
-    execution would begin it (its commit and rollback then end what the driver began)."""
-    if not connection.in_transaction():
-        await connection.begin()
-    raw = await connection.get_raw_connection()
+    execution would begin it (its commit and rollback then end what the driver began).
+
+    A connection that is open and valid has its pooled connection at hand, and beginning its
+    transaction sends nothing (both drivers begin implicitly at the first statement): both are
+    done on SQLAlchemy's synchronous connection, without the greenlet its async calls take, a
+    turn's largest cost after its statements. Otherwise through the async calls, which can
+    reconnect."""
+    sync = connection.sync_connection
+    if sync is not None and not (sync.closed or sync.invalidated):
+        if not sync.in_transaction():
+            sync.begin()
+        raw: Any = sync.connection
+    else:
+        if not connection.in_transaction():
+            await connection.begin()
+        raw = await connection.get_raw_connection()
     lean = lean_connection(raw.dbapi_connection)
     if lean is None and connection.dialect.name != "postgresql":
         raise TypeError(f"no direct statements on {connection.dialect.name}")

@@ -104,7 +104,7 @@ class HotWrite:
             connection, prepared.sql, self._parameters(prepared, params), commit=commit
         )
         if commit:
-            await connection.commit()  # SQLAlchemy's bookkeeping; on SQLite nothing is left
+            await connection.commit()  # on SQLite only SQLAlchemy's bookkeeping is left
         return found
 
     async def defer(
