@@ -165,6 +165,7 @@ class ChatRuntime:
         # admitted (on SQLite one lock serializes every writer).
         async with self.engine.connect() as session:
             if overrides is not None and self._owners.get(conversation_id) == user_id:
+                self._owners.move_to_end(conversation_id)
                 own = overrides.limits
             else:
                 own = await conversations.quota_overrides_if_owned(
