@@ -19,6 +19,8 @@ execution does: callers handle both as they would.
 from __future__ import annotations
 
 import asyncio
+import logging
+import reprlib
 from collections import namedtuple
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -106,6 +108,7 @@ async def driver_rows(
     SQLite the COMMIT goes in the statement's trip (the caller still calls `commit()`, which
     then finds nothing to do); elsewhere it is the caller's `commit()`."""
     driver, lean = await _driver(connection)
+    _log(sql, params)
     try:
         if lean is not None:
             lean.commit_next = commit  # for this statement only (read_rows clears it)
@@ -130,6 +133,7 @@ async def driver_defer(
     the transaction: on SQLite held back until the connection's next trip (`sqlite_driver.defer`),
     elsewhere run now."""
     driver, lean = await _driver(connection)
+    _log(sql, params)
     if lean is not None:
         lean.deferred.append((many, sql, params))
         return
@@ -144,6 +148,20 @@ async def driver_defer(
         if mapped is None:
             raise
         raise mapped from exc
+
+
+# SQLAlchemy's own statement log: an operator who opens `sqlalchemy.engine` at INFO sees these
+# statements too, parameters shortened as SQLAlchemy shortens them.
+_ENGINE_LOG = logging.getLogger("sqlalchemy.engine.Engine")
+_SHORT = reprlib.Repr()
+_SHORT.maxstring = _SHORT.maxother = 300
+_SHORT.maxlist = _SHORT.maxdict = 50
+
+
+def _log(sql: str, params: Any) -> None:
+    if _ENGINE_LOG.isEnabledFor(logging.INFO):
+        _ENGINE_LOG.info("%s", sql)
+        _ENGINE_LOG.info("[direct] %s", _SHORT.repr(params))
 
 
 async def _driver(connection: AsyncConnection) -> tuple[Any, LeanConnection | None]:
