@@ -206,7 +206,7 @@ async def _authenticate(scope: Scope, headers: Headers, settings: Settings) -> N
         raise dependency_unavailable(exc, settings.retry_after_seconds) from None
     state = scope.setdefault("state", {})
     state["user_id"] = identity.user.id  # read by the access log
-    state["identity"] = identity  # the route's `CurrentUser` takes it instead of asking again
+    state["identity"] = identity  # the route's `CurrentIdentity` takes it instead of asking again
 
 
 async def _respond(scope: Scope, send: Send, exc: SkillhiveError, *, close: bool) -> None:
