@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from sqlalchemy import Dialect, Select
+from sqlalchemy import ClauseElement, Dialect, Select
 from sqlalchemy.exc import DBAPIError, StatementError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 from sqlalchemy.sql import sqltypes
@@ -44,6 +44,16 @@ class _Compiled:
     row: Callable[..., tuple[Any, ...]]
 
 
+def compile_for_driver(statement: ClauseElement, dialect: Dialect) -> SQLCompiler:
+    """`statement` compiled once for `dialect`, to run on the driver as it is; refused
+    (`TypeError`) when SQLAlchemy would complete it at execution time (an IN list)."""
+    compiled = statement.compile(dialect=dialect)
+    assert isinstance(compiled, SQLCompiler)
+    if "POSTCOMPILE" in compiled.string or any(b.expanding for b in compiled.bind_names):
+        raise TypeError("the statement is completed at execution time")
+    return compiled
+
+
 class HotRead:
     """One SELECT, compiled once per dialect, run on the driver (module docstring)."""
 
@@ -55,14 +65,11 @@ class HotRead:
         found = self._by_dialect.get(dialect.name)
         if found is not None:
             return found
-        compiled = self.statement.compile(dialect=dialect)
-        assert isinstance(compiled, SQLCompiler)
+        compiled = compile_for_driver(self.statement, dialect)
         sql = compiled.string
         for bind in compiled.binds.values():  # values go to the driver as given
-            if bind.expanding or bind.type.dialect_impl(dialect).bind_processor(dialect):
+            if bind.type.dialect_impl(dialect).bind_processor(dialect):
                 raise TypeError(f"{bind.key!r} needs SQLAlchemy's parameter processing")
-        if "POSTCOMPILE" in sql:
-            raise TypeError("the statement is completed at execution time")
         columns = list(self.statement.selected_columns)
         for c in columns:  # their processors depend on the column type the driver reports
             if isinstance(c.type, sqltypes.Numeric):

@@ -26,7 +26,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.schema import ColumnDefault
 
-from backend.db.hot_reads import driver_defer, driver_rows
+from backend.db.hot_reads import compile_for_driver, driver_defer, driver_rows
 
 Parameters = (
     MutableMapping[str, Any] | list[Any]
@@ -63,10 +63,7 @@ class HotWrite:
         found = self._by_dialect.get(dialect.name)
         if found is not None:
             return found
-        compiled = self.statement.compile(dialect=dialect)
-        assert isinstance(compiled, SQLCompiler)
-        if "POSTCOMPILE" in compiled.string or any(b.expanding for b in compiled.bind_names):
-            raise TypeError("the statement is completed at execution time")
+        compiled = compile_for_driver(self.statement, dialect)
         defaults = [(c.key, _default(c.default)) for c in compiled.insert_prefetch]
         defaults += [(c.key, _default(c.onupdate)) for c in compiled.update_prefetch]
         processors = []
