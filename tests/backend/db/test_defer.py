@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -19,13 +19,6 @@ from backend.db.sqlite_driver import defer
 _ADD = HotWrite(insert(User).values(name=bindparam("name")).returning(User.id))
 _ADD_QUIETLY = insert(User).values(name=bindparam("name"))
 _RENAME = update(User).where(User.name == bindparam("old")).values(name=bindparam("new"))
-
-
-@pytest.fixture
-async def engine(database_url: str) -> AsyncIterator[AsyncEngine]:
-    engine = create_engine(database_url)
-    yield engine
-    await engine.dispose()
 
 
 async def _names(url: str) -> set[str]:

@@ -4,7 +4,6 @@ the transaction's commit and rollback, held-back statements, SQLAlchemy's errors
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -18,13 +17,6 @@ from backend.db.models import Conversation, Message, User
 
 _ADD_USER = HotWrite(insert(User).values(name=bindparam("name")).returning(User.id))
 _RENAME = HotWrite(update(User).where(User.name == bindparam("old")).values(name=bindparam("new")))
-
-
-@pytest.fixture
-async def engine(database_url: str) -> AsyncIterator[AsyncEngine]:
-    engine = create_engine(database_url)
-    yield engine
-    await engine.dispose()
 
 
 async def _names(engine: AsyncEngine) -> set[str]:

@@ -2,23 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from backend.db.engine import create_engine, create_sessionmaker
+from backend.db.engine import create_sessionmaker
 from backend.db.pipeline import run_all
-
-
-@pytest.fixture
-async def engine(database_url: str) -> AsyncIterator[AsyncEngine]:
-    found = create_engine(database_url)
-    try:
-        yield found
-    finally:
-        await found.dispose()
 
 
 async def test_each_statement_s_rows_in_order_and_a_later_one_sees_an_earlier_one_s_work(
