@@ -9,9 +9,10 @@ from typing import Any
 import httpx
 import pytest
 from fastapi import FastAPI
-from sqlalchemy import select, update
+from sqlalchemy import inspect, select, update
 
-from backend.db.models import ApiToken
+from backend.auth import service
+from backend.db.models import ApiToken, User
 from backend.db.types import utcnow
 from tests.support.accounts import Account
 from tests.support.errors import assert_error
@@ -104,6 +105,29 @@ async def test_tokens_are_stored_hashed_and_last_use_recorded(
     stored = await token()
     assert alice.token not in stored.token_hash
     assert len(stored.token_hash) == 64
+
+
+async def test_the_identity_is_detached_as_if_loaded(app: FastAPI, alice: Account) -> None:
+    """`identify` builds its instances without a Session: each has its identity key and its
+    stored values, no pending change, and joins a session as loaded (no SQL, no write)."""
+    async with app.state.sessionmaker() as session:
+        identity = await service.identify(session, alice.token)
+        stored = (await session.scalars(select(User).where(User.id == alice.id))).one()
+        token = (await session.scalars(select(ApiToken).where(ApiToken.user_id == alice.id))).one()
+        expected = {"user": stored, "token": token}
+        copies = {c.key: getattr(stored, c.key) for c in User.__table__.c}
+        token_copies = {c.key: getattr(token, c.key) for c in ApiToken.__table__.c}
+    for name, instance, values in (
+        ("user", identity.user, copies),
+        ("token", identity.token, token_copies),
+    ):
+        state = inspect(instance)
+        assert state.detached and not state.modified, name
+        assert state.key == inspect(expected[name]).key, name
+        assert {key: getattr(instance, key) for key in values} == values, name
+    async with app.state.sessionmaker() as session:
+        merged = await session.merge(identity.user, load=False)
+        assert merged.name == "alice" and not session.dirty and not session.new
 
 
 async def test_created_token_is_shown_once_and_long(
