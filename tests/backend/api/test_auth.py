@@ -114,17 +114,15 @@ async def test_the_identity_is_detached_as_if_loaded(app: FastAPI, alice: Accoun
         identity = await service.identify(session, alice.token)
         stored = (await session.scalars(select(User).where(User.id == alice.id))).one()
         token = (await session.scalars(select(ApiToken).where(ApiToken.user_id == alice.id))).one()
-        expected = {"user": stored, "token": token}
-        copies = {c.key: getattr(stored, c.key) for c in User.__table__.c}
-        token_copies = {c.key: getattr(token, c.key) for c in ApiToken.__table__.c}
-    for name, instance, values in (
-        ("user", identity.user, copies),
-        ("token", identity.token, token_copies),
-    ):
+        loaded = [
+            (instance, inspect(row).key, {c.key: getattr(row, c.key) for c in row.__table__.c})
+            for instance, row in ((identity.user, stored), (identity.token, token))
+        ]
+    for instance, key, values in loaded:
         state = inspect(instance)
-        assert state.detached and not state.modified, name
-        assert state.key == inspect(expected[name]).key, name
-        assert {key: getattr(instance, key) for key in values} == values, name
+        assert state.detached and not state.modified, key
+        assert state.key == key
+        assert {name: getattr(instance, name) for name in values} == values, key
     async with app.state.sessionmaker() as session:
         merged = await session.merge(identity.user, load=False)
         assert merged.name == "alice" and not session.dirty and not session.new
