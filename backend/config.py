@@ -269,11 +269,6 @@ class Settings(BaseSettings):
         description="Prefix of the turn pipeline's Redis keys and channels (stream, claims, "
         "leases, events, pending browser requests, admission, quota counters, auth notices).",
     )
-    inline_tracing_hooks: bool = Field(
-        False,
-        description="Run LangSmith's per-hook bookkeeping inline while tracing is off (a "
-        "process-wide LangSmith override; faster short turns).",
-    )
     turn_deadline_s: float = Field(
         300.0, gt=0, description="A turn running longer ends with `turn_timeout` (stored)."
     )

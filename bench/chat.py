@@ -7,7 +7,7 @@ instant fake model; the client and the in-process baseline run in this process).
    in-process plus the turn's unavoidable persistence as raw SQL on the same database (a token
    lookup by hash, one history read, two inserts). Targets <= 1.5x; also the gateway's p50/p99
    overhead per turn.
-   The gateway runs with the defaults an operator gets (no inline tracing hooks).
+   The gateway runs with the defaults an operator gets.
 2. 100 concurrent Socket.IO conversations (python-socketio's client) for 30 s: turns/s and
    errors (target 0 errors).
 """
@@ -357,8 +357,7 @@ def report(label: str, result: Comparison) -> None:
 @contextmanager
 def gateway_process(settings: Settings) -> Iterator[str]:
     port = free_port()
-    # The defaults an operator gets: no SKILLHIVE_* setting leaks in from this shell (notably
-    # SKILLHIVE_INLINE_TRACING_HOOKS stays off).
+    # The defaults an operator gets: no SKILLHIVE_* setting leaks in from this shell.
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith("SKILLHIVE_")},
         "SKILLHIVE_DATABASE_URL": settings.effective_database_url,

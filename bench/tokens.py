@@ -12,9 +12,7 @@ Three ways: *static* (every body in the system prompt), *lazy* (this engine, def
 *preload* (this engine, the first two skills preloaded). It counts the cl100k tokens of what the
 model actually received on every call (system prompt, messages, tool calls, tool schemas).
 Then it times one turn of this engine against a bare `create_agent` with the same tools and the
-same instant fake model, side by side: with the defaults an operator gets, then (last, as it is
-process-wide) with LangSmith's hook bookkeeping inline while tracing is off, the opt-in
-`SKILLHIVE_INLINE_TRACING_HOOKS` (`overhead_ratio_inline`).
+same instant fake model, side by side (`overhead_ratio`, target <= 1.5).
 
 *large* (issue 12): the switching scenario with 1,000 skills (variants of the corpus skills)
 against the same turns with 10 of them, in tokens per model call. Over its catalog budget a
@@ -38,7 +36,6 @@ from langchain_core.tools import BaseTool, StructuredTool
 from backend.skills.folder import zip_folder
 from backend.skills.package import read_package
 from bench._util import compare, count_tokens
-from chat_shell import inline_tracing_hooks
 from chat_shell.agent import run_turn
 from chat_shell.contracts import CatalogEntry, DoneEvent, HistoryMessage, SkillSpec, TurnRequest
 from chat_shell.offline import RecordedCall, ScriptedChatModel
@@ -290,16 +287,9 @@ async def main(corpus: Path | None, pairs: int) -> None:
         f"one turn: engine {engine_ms:.2f} ms; median ratio vs bare create_agent streaming "
         f"{streamed:.2f}x, vs bare ainvoke {invoked:.2f}x ({pairs} pairs each; target <= 1.5x)"
     )
-    inline_tracing_hooks()  # SKILLHIVE_INLINE_TRACING_HOOKS: two thread hops fewer per hook call
-    inlined, _, inlined_ms = await time_one_turn(skills, pairs)
-    print(
-        f"one turn with inline tracing hooks (opt-in): engine {inlined_ms:.2f} ms; median ratio "
-        f"vs bare create_agent streaming {inlined:.2f}x"
-    )
     print(
         f"RESULT tokens switching={fractions['switching']:.3f} "
-        f"focused={fractions['focused']:.3f} overhead_ratio={streamed:.2f} large={large:.3f} "
-        f"overhead_ratio_inline={inlined:.2f}"
+        f"focused={fractions['focused']:.3f} overhead_ratio={streamed:.2f} large={large:.3f}"
     )
 
 

@@ -11,7 +11,6 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 _EXPORTS = {
-    "chat_shell.agent._graph": ["inline_tracing_hooks"],
     "chat_shell.agent._runner": ["run_turn"],
     "chat_shell.contracts": [
         "ArtifactEvent",
@@ -148,7 +147,6 @@ __all__ = [
     "egress_client",
     "find_placeholders",
     "honour_cancellation",
-    "inline_tracing_hooks",
     "is_ignored",
     "last_loaded_records",
     "merge_mcp_servers",
@@ -168,7 +166,6 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from chat_shell.agent._graph import inline_tracing_hooks
     from chat_shell.agent._runner import run_turn
     from chat_shell.contracts import (
         ArtifactEvent,

@@ -57,6 +57,16 @@ def _chunks(reply: AIMessage, usage: UsageMetadata) -> list[ChatGenerationChunk]
         )
         for i, c in enumerate(reply.tool_calls)
     ]
+    # A malformed call streams its raw arguments, as a provider's does: the merged reply holds
+    # it as an invalid tool call again.
+    messages += [
+        AIMessageChunk(
+            content="",
+            id=reply.id,
+            tool_call_chunks=[{"name": c["name"], "args": c["args"], "id": c["id"], "index": i}],
+        )
+        for i, c in enumerate(reply.invalid_tool_calls, start=len(reply.tool_calls))
+    ]
     messages.append(
         AIMessageChunk(content="", id=reply.id, usage_metadata=usage, chunk_position="last")
     )

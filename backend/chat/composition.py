@@ -20,7 +20,7 @@ from backend.chat.transport import LocalTransport, RedisKeys, RedisTransport, Tu
 from backend.chat.turns import TurnRunner
 from backend.config import Settings
 from backend.ops.quotas import Quotas
-from chat_shell import BubblewrapSandbox, inline_tracing_hooks
+from chat_shell import BubblewrapSandbox
 
 
 @dataclass(frozen=True)
@@ -46,8 +46,6 @@ def build_runner(
     slots: int | None = None,
     quotas: Quotas | None = None,
 ) -> TurnRunner:
-    if settings.inline_tracing_hooks:
-        inline_tracing_hooks()  # process-wide, so only when the operator asks
     return TurnRunner(
         sessionmaker=sessionmaker,
         settings=settings,

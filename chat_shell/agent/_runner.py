@@ -21,6 +21,7 @@ from langgraph.errors import GraphRecursionError
 
 from chat_shell.agent._graph import agent_graph
 from chat_shell.agent._session import TurnContext, TurnSession, turn_index
+from chat_shell.agent._steps import MODEL
 from chat_shell.contracts import ErrorEvent, Event, StartEvent, TokenEvent, TurnRequest
 from chat_shell.errors import ChatShellError, RecursionLimitReached, TurnCancelled
 from chat_shell.models import open_chat_model
@@ -112,7 +113,7 @@ async def _stream_graph(session: TurnSession) -> AsyncIterator[Event]:
             chunk, metadata = payload
             if (
                 isinstance(chunk, AIMessageChunk | AIMessage)
-                and metadata.get("langgraph_node") == "model"
+                and metadata.get("langgraph_node") == MODEL
                 and (delta := chunk.text)
             ):
                 yield TokenEvent.model_construct(delta=delta)  # hot path; a str needs no check

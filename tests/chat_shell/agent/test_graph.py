@@ -1,58 +1,81 @@
-"""The shared agent graph, and the LangSmith thread-hop override a host may opt into."""
+"""The shared agent graph: built once, no thread hop per step, every tool call answered."""
 
 from __future__ import annotations
 
-import contextvars
-import threading
+import asyncio
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
-from unittest import mock
 
-import langsmith
+from langchain_core.messages import AIMessage, ToolMessage
 
-from chat_shell import inline_tracing_hooks
-from chat_shell.agent._graph import _inline_unless_tracing, agent_graph
-
-probe: contextvars.ContextVar[str] = contextvars.ContextVar("probe", default="unset")
+from chat_shell.agent._graph import agent_graph
+from chat_shell.contracts import Event
+from tests.support.fakes import FakeToolChatModel, collect, done, load, request, say, skill
 
 
-def test_the_graph_is_built_once_and_installs_nothing_process_wide() -> None:
-    agent_graph.cache_clear()
-    with mock.patch.object(langsmith, "set_runtime_overrides") as override:
-        assert agent_graph() is agent_graph()
-    override.assert_not_called()
+class RecordingExecutor(ThreadPoolExecutor):
+    """The loop's default executor, noting what is handed to it."""
+
+    def __init__(self) -> None:
+        super().__init__(max_workers=1)
+        self.submitted: list[Any] = []
+
+    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Future[Any]:
+        self.submitted.append(fn)
+        return super().submit(fn, *args, **kwargs)
 
 
-def test_the_override_is_installed_only_when_the_host_asks() -> None:
-    with mock.patch.object(langsmith, "set_runtime_overrides") as override:
-        inline_tracing_hooks()
-    override.assert_called_once_with(aio_to_thread=_inline_unless_tracing)
+def test_the_graph_is_built_once_with_a_model_and_a_tools_node() -> None:
+    graph = agent_graph()
+
+    assert agent_graph() is graph
+    assert {"model", "tools"} <= set(graph.get_graph().nodes)
 
 
-def where() -> tuple[str, int]:
-    return probe.get(), threading.get_ident()
+def test_a_turn_that_calls_a_tool_hands_no_step_to_a_thread() -> None:
+    # create_agent ran each middleware hook's LangSmith bookkeeping in a worker thread, twice
+    # per hook, tracing on or off: the largest cost of a fast turn.
+    executor = RecordingExecutor()
+    model = FakeToolChatModel(script=[load("pdf"), say("done")])
+
+    async def turn() -> tuple[list[Event], int]:
+        events = await collect(request(skills=[skill("pdf")]), model)
+        during = len(executor.submitted)
+        await asyncio.to_thread(len, "")  # the recorder sees what reaches the default executor
+        assert len(executor.submitted) == during + 1
+        return events, during
+
+    def on_own_loop() -> tuple[list[Event], int]:
+        # A loop of its own: the tests' loop is shared, and its default executor with it.
+        loop = asyncio.new_event_loop()
+        loop.set_default_executor(executor)
+        try:
+            return loop.run_until_complete(turn())
+        finally:
+            loop.close()
+
+    with ThreadPoolExecutor(max_workers=1) as thread:
+        events, handed_to_threads = thread.submit(on_own_loop).result()
+
+    assert done(events).text == "done" and len(model.calls) == 2
+    assert [e.type for e in events].count("tool_end") == 1
+    assert handed_to_threads == 0
 
 
-async def test_without_tracing_the_bookkeeping_runs_inline_in_the_given_context() -> None:
-    ctx = contextvars.copy_context()
-    ctx.run(probe.set, "in ctx")
+async def test_a_malformed_tool_call_is_answered_before_the_next_model_call() -> None:
+    reply = load("pdf")
+    broken = {"name": "load_skill", "args": "skill_name=pdf", "id": "bad-1", "error": "not JSON"}
+    reply.invalid_tool_calls = [{**broken, "type": "invalid_tool_call"}]  # type: ignore[list-item]
+    model = FakeToolChatModel(script=[reply, say("ok")])
 
-    async def default(*args: Any) -> Any:
-        raise AssertionError("the thread-hopping default must not run while tracing is off")
+    events = await collect(request(skills=[skill("pdf")]), model)
 
-    with langsmith.tracing_context(enabled=False):
-        result = await _inline_unless_tracing(default, ctx, where)
-
-    assert result == ("in ctx", threading.get_ident())
-
-
-async def test_while_tracing_the_default_implementation_runs() -> None:
-    calls: list[Any] = []
-
-    async def default(ctx: contextvars.Context, func: Any) -> str:
-        calls.append(func)
-        return "default"
-
-    with langsmith.tracing_context(enabled=True):
-        result = await _inline_unless_tracing(default, contextvars.copy_context(), where)
-
-    assert result == "default" and calls == [where]
+    assert done(events).text == "ok"
+    answers = [m for m in model.calls[1].messages if isinstance(m, ToolMessage)]
+    by_call = {m.tool_call_id: m for m in answers}
+    assert set(by_call) == {reply.tool_calls[0]["id"], "bad-1"}
+    assert by_call["bad-1"].status == "error" and "malformed" in by_call["bad-1"].text
+    assert by_call[reply.tool_calls[0]["id"]].status == "success"
+    # Each call is answered once, right after the reply that made it.
+    made = [i for i, m in enumerate(model.calls[1].messages) if isinstance(m, AIMessage)]
+    assert all(isinstance(m, ToolMessage) for m in model.calls[1].messages[made[-1] + 1 :])
