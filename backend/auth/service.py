@@ -11,11 +11,9 @@ from typing import Any, NamedTuple, TypeVar
 from sqlalchemy import Select, Table, bindparam, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
-from sqlalchemy.orm import make_transient_to_detached
-from sqlalchemy.orm.attributes import instance_state
-from sqlalchemy.orm.instrumentation import manager_of_class
 
 from backend.auth.tokens import generate_token, hash_token
+from backend.db.detached import as_loaded
 from backend.db.hot_reads import HotRead
 from backend.db.models import SYSTEM_USER_ID, ApiToken, Base, User, UserQuota
 from backend.db.types import utcnow
@@ -165,15 +163,8 @@ _BY_HASH = HotRead(
 
 
 def _detached(model: type[M], row: Mapping[str, Any], prefix: str) -> M:
-    """The row's columns under `prefix` as a detached instance, as if a Session had loaded it.
-
-    Made as a load makes one: a bare instance whose values go straight into its dict (the
-    constructor's per-attribute set events cost each request twice as much)."""
-    instance: M = manager_of_class(model).new_instance()
-    values = {key[len(prefix) :]: v for key, v in row.items() if key.startswith(prefix)}
-    instance_state(instance).dict.update(values)
-    make_transient_to_detached(instance)  # the key from the values; no history, as loaded
-    return instance
+    """The row's columns under `prefix` as a detached instance, as if a Session had loaded it."""
+    return as_loaded(model, {k[len(prefix) :]: v for k, v in row.items() if k.startswith(prefix)})
 
 
 class Identity(NamedTuple):

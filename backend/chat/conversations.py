@@ -30,6 +30,7 @@ from sqlalchemy.engine import CursorResult
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
+from backend.db.detached import as_loaded
 from backend.db.hot_reads import HotRead
 from backend.db.hot_writes import HotWrite
 from backend.db.models import (
@@ -368,7 +369,7 @@ async def add_reply(
         if existing is None:
             raise
         return Message(**existing)
-    return Message(id=message_id, **values)
+    return as_loaded(Message, {"id": message_id, **values})
 
 
 async def turn_window(

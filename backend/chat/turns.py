@@ -39,7 +39,6 @@ from backend.chat.transport.envelope import StoredMessage, TurnEnded, TurnEvent
 from backend.config import Settings
 from backend.db.models import Message
 from backend.errors import SkillhiveError, Unauthorized
-from backend.ghosts import pins
 from backend.ghosts.resolve import GhostCache, ghost_skills, resolve_skills
 from backend.ops.metrics import TurnObservation, model_label
 from backend.ops.quotas import Quotas, with_overrides
@@ -169,8 +168,8 @@ class TurnRunner:
             ghost = await self.ghosts.resolve(
                 connection, owned.user_id, owned.ghost, window.ghost_text
             )
-            pinned = pins.pins(ghost.spec.skills)  # `name@3` in spec.skills
-            ghost = ghost.unpinned()  # the rest of the turn reads bare names
+            pinned = ghost.pins  # `name@3` in spec.skills
+            ghost = ghost.unpinned  # the rest of the turn reads bare names
             # A `/command` becomes the request and preloads its skills (backend/chat/commands.py).
             message = window.user_message.content
             invocation = await invocation_for(session, ghost.owner, ghost.spec, message)

@@ -12,6 +12,8 @@ import json
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
+from types import MappingProxyType
 
 from sqlalchemy import (
     ColumnExpressionArgument,
@@ -39,6 +41,7 @@ from backend.crd.stored import stored
 from backend.db.models import SYSTEM_USER_ID, Kind
 from backend.errors import InvalidRequest
 from backend.ghosts import PUBLIC_GHOSTS, PUBLIC_NAMESPACE
+from backend.ghosts.pins import pins as skill_pins
 from backend.kinds import store
 from backend.kinds.store import Scope
 from backend.skills.search.selection import GhostSkills
@@ -72,9 +75,16 @@ class ResolvedGhost:
     def public(self) -> bool:
         return self.owner.user_id == SYSTEM_USER_ID
 
+    @cached_property
+    def pins(self) -> Mapping[str, int]:
+        """skill name -> the version `spec.skills` pins it to (`name@3`; `backend/ghosts/pins.py`).
+        Made once per stored Ghost (`GhostCache` keeps this instance), not once per turn."""
+        return MappingProxyType(skill_pins(self.spec.skills))
+
+    @cached_property
     def unpinned(self) -> ResolvedGhost:
         """The Ghost with bare names in `skills` and `preloadSkills` (`name@3` -> `name`): what
-        the rest of a turn reads once the pins are taken (`backend/ghosts/pins.py`)."""
+        the rest of a turn reads once the pins are taken. Made once per stored Ghost."""
         spec = self.spec.model_copy(
             update={
                 "skills": [parse_skill_ref(r).name for r in self.spec.skills],

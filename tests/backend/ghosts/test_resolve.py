@@ -7,12 +7,13 @@ import pytest
 from fastapi import FastAPI
 from sqlalchemy import Integer, String, literal, select
 
-from backend.crd.ghost import GHOST_KIND
+from backend.crd.ghost import GHOST_KIND, Ghost
 from backend.errors import InvalidRequest, NotFound
 from backend.ghosts import PUBLIC_GHOSTS
 from backend.ghosts.resolve import (
     _GHOST_TEXT,
     GhostCache,
+    ResolvedGhost,
     ghost_text_of,
     parse_ref,
     resolve_ghost,
@@ -165,3 +166,15 @@ async def test_the_ghost_text_read_in_sql_is_the_row_parse_ref_names(
             select(ghost_text_of(literal("dev/mine", String), literal(bob.id, Integer)))
         )
     assert mine != theirs  # each user's own Ghost, not the other's of the same name
+
+
+def test_a_resolved_ghost_takes_its_pins_once() -> None:
+    body = ghost("pinned", skills=["a@3", "b"], preloadSkills=["a@3"])
+    resolved = ResolvedGhost.of(Ghost.model_validate(body), Scope(1, "dev"))
+
+    assert resolved.pins == {"a": 3}
+    bare = resolved.unpinned
+    assert bare.spec.skills == ["a", "b"] and bare.spec.preload_skills == ["a"]
+    assert bare.pins == {} and resolved.spec.skills == ["a@3", "b"]  # the stored one unchanged
+    # Once per stored Ghost (GhostCache keeps `resolved`), not once per turn.
+    assert resolved.unpinned is bare and resolved.pins is resolved.pins
