@@ -330,6 +330,14 @@ class Settings(BaseSettings):
     sandbox_user_skills: bool = Field(
         False, description="Let scripts of users' own skills run in the sandbox too."
     )
+    sandbox_run_uid: int | None = Field(
+        None,
+        ge=1,
+        le=2**32 - 2,
+        description="Host uid and gid sandbox runs execute as when the service is root (default "
+        "65534, `nobody`). A number no other host process uses keeps every other process out of "
+        "what the host hands runs (code mode's bridge socket).",
+    )
     sandbox_wall_seconds: float = Field(30.0, gt=0, description="Wall time of one sandbox run.")
     sandbox_cpu_seconds: int = Field(30, ge=1, description="CPU seconds per sandbox process.")
     sandbox_memory_bytes: int = Field(

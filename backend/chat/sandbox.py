@@ -40,7 +40,9 @@ def sandbox_access(sandbox: BubblewrapSandbox, settings: Settings) -> SandboxAcc
 def create_sandbox(settings: Settings) -> BubblewrapSandbox:
     """The engine; it probes `bwrap` on first use and makes its directory then."""
     return BubblewrapSandbox(
-        sandbox_limits(settings), skill_cache_bytes=settings.sandbox_skill_cache_bytes
+        sandbox_limits(settings),
+        run_as=settings.sandbox_run_uid,
+        skill_cache_bytes=settings.sandbox_skill_cache_bytes,
     )
 
 

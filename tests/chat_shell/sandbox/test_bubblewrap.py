@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
-import secrets
 import shutil
 import tempfile
 from dataclasses import replace
@@ -23,8 +21,7 @@ from chat_shell.sandbox import (
 )
 from chat_shell.sandbox._port import LIMIT_CPU, LIMIT_WORKSPACE
 from chat_shell.sandbox.workspace import write_tree
-from tests.support.sandbox import processes_with, require_sandbox
-from tests.support.wait import eventually
+from tests.support.sandbox import owners_of_a_run
 
 MiB = 1024 * 1024
 LIMITS = SandboxLimits(wall_seconds=30, output_bytes=64 * 1024, workspace_bytes=4 * MiB)
@@ -301,39 +298,13 @@ async def test_another_engine_takes_a_working_probe_as_known(sandbox: Bubblewrap
     other.close()
 
 
-def owner(pid: int) -> int:
-    return Path(f"/proc/{pid}").stat().st_uid
-
-
 @pytest.mark.parametrize("switch", ["setpriv", "popen"])
 async def test_as_root_runs_are_processes_of_nobody_on_the_host(switch: str) -> None:
-    if os.geteuid() != 0:
-        pytest.skip("the service does not run as root here: runs keep its user")
     engine = BubblewrapSandbox(LIMITS)
-    found = await engine.availability()
-    if not found.available:
-        engine.close()
-    require_sandbox(found)  # skipped where bubblewrap cannot run, as every sandbox test is
     if switch == "popen":
         engine._setpriv = None  # as on a host without util-linux's setpriv
-    own = engine.new_workspace()
-    marker = f"sleep\0{secrets.randbelow(10**6) + 600}"
-    task = asyncio.create_task(engine.run(SandboxRun(marker.replace("\0", " "), own)))
 
-    async def sleeping() -> list[int]:
-        return processes_with(marker)
-
-    try:
-        pids = await eventually(sleeping)
-        owners = {owner(pid) for pid in pids}
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
-        own.close()
-        engine.close()
-
-    assert owners == {65534}
+    assert await owners_of_a_run(engine) == {65534}
 
 
 CONNECT = (
