@@ -68,7 +68,7 @@ async def call_model(state: TurnState, runtime: Runtime[TurnContext]) -> Command
 
 
 def _answer_invalid_tool_calls(messages: list[AnyMessage]) -> list[AnyMessage]:
-    """`messages`, with an error answer after each malformed tool call (arguments that are no
+    """`messages`, with an error answer after each malformed tool call (arguments that are not a
     JSON object) not answered yet: a model must see an answer for every call it made. The
     same list when there is none."""
     answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
