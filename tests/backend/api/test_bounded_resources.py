@@ -25,14 +25,16 @@ from tests.support.wait import eventually
 
 @pytest.fixture
 def settings(database_url: str, tmp_path: Path) -> Settings:
-    # A pool of 2 connections that gives up fast: anything holding one shows at once.
+    # A pool of 2 connections that gives up soon: anything holding one through a turn (held
+    # until the test opens the model's gate) shows. 2 s, not less: a suite's parallel workers
+    # on two cores can keep a send from its connection for half a second.
     return Settings(
         database_url=database_url,
         data_dir=tmp_path / "data",
         egress_allow=LOOPBACK_ALLOW,
         database_pool_size=1,
         database_auth_pool_size=1,
-        database_pool_timeout=0.5,
+        database_pool_timeout=2.0,
     )
 
 
