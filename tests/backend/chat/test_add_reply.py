@@ -4,20 +4,16 @@ from __future__ import annotations
 
 from sqlalchemy import inspect, select
 
-from backend.auth import service as auth_service
 from backend.chat import conversations
 from backend.db.engine import create_engine, create_sessionmaker
 from backend.db.models import Message
+from tests.support.conversations import owned_conversation
 
 
 async def test_the_answer_comes_back_detached_as_if_loaded(database_url: str) -> None:
     engine = create_engine(database_url)
     try:
-        async with create_sessionmaker(engine)() as session:
-            owner = await auth_service.create_user(session, "owner")
-            conversation = await conversations.create(session, owner.id, "default/helper", "t")
-            await session.commit()
-            cid, owner_id = conversation.id, owner.id
+        owner_id, cid = await owned_conversation(engine)
         async with engine.connect() as conn:
             asked = await conversations.store_user_message(conn, owner_id, cid, "hi")
             answer = await conversations.add_reply(

@@ -11,6 +11,7 @@ from backend.chat import conversations
 from backend.db.engine import create_engine, create_sessionmaker
 from backend.db.models import Conversation, Message
 from backend.errors import NotFound
+from tests.support.conversations import owned_conversation
 
 
 async def test_a_message_goes_only_into_a_conversation_of_the_user(database_url: str) -> None:
@@ -50,11 +51,8 @@ async def test_a_message_goes_only_into_a_conversation_of_the_user(database_url:
 async def test_a_message_for_a_deleted_conversation_is_not_found(database_url: str) -> None:
     engine = create_engine(database_url)
     try:
+        owner_id, cid = await owned_conversation(engine)
         async with create_sessionmaker(engine)() as session:
-            owner = await auth_service.create_user(session, "owner")
-            conversation = await conversations.create(session, owner.id, "default/helper", "t")
-            await session.commit()
-            cid, owner_id = conversation.id, owner.id
             await conversations.delete(session, owner_id, cid)
             await session.commit()
         async with engine.connect() as conn:
