@@ -15,7 +15,7 @@ from sqlalchemy.ext.asyncio import (
 )
 from sqlalchemy.pool import PoolResetState
 
-from backend.db.sqlite_driver import lean_dbapi
+from backend.db.sqlite_driver import lean_connection, lean_dbapi
 
 _ASYNC_DRIVERS = {"postgresql": "postgresql+psycopg", "sqlite": "sqlite+aiosqlite"}
 _SYNC_DRIVERS = {"postgresql": "postgresql+psycopg", "sqlite": "sqlite"}
@@ -52,6 +52,9 @@ def _sqlite_pragmas(busy_timeout: float) -> Callable[[Any, Any], None]:
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.execute(f"PRAGMA busy_timeout={int(busy_timeout * 1000)}")
         cursor.close()
+        lean = lean_connection(dbapi_connection)
+        if lean is not None:  # what a read run on the event loop's thread restores
+            lean.busy_timeout_ms = int(busy_timeout * 1000)
 
     return connect
 

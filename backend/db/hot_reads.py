@@ -3,10 +3,11 @@
 SQLAlchemy's execution of a prebuilt Core statement (a greenlet, an execution context, a cursor
 result and its rows) costs about 150-200 µs of CPU per statement here, more than SQLite takes to
 run these. A `HotRead` compiles its statement once per dialect and runs it on the connection's
-own driver connection: on SQLite in the lean driver's one trip to aiosqlite's thread
-(`backend/db/sqlite_driver.py`, statements it holds back go first), on PostgreSQL on a psycopg
-cursor. Each column goes through its type's result processor, as SQLAlchemy's would, and rows
-are named tuples (attributes, indexes, `_asdict()`).
+own driver connection: on SQLite on the event loop's own thread, no trip to aiosqlite's (unless
+another connection holds a lock, or statements held back must go first: then in the lean
+driver's one trip, `backend/db/sqlite_driver.py`), so a `HotRead` reads a bounded set of rows;
+on PostgreSQL on a psycopg cursor. Each column goes through its type's result processor, as
+SQLAlchemy's would, and rows are named tuples (attributes, indexes, `_asdict()`).
 
 A statement runs in the connection's transaction, begun through SQLAlchemy first as its own
 execution would begin it, so SQLAlchemy's commit and rollback end what the driver began (the
@@ -55,7 +56,8 @@ def compile_for_driver(statement: ClauseElement, dialect: Dialect) -> SQLCompile
 
 
 class HotRead:
-    """One SELECT, compiled once per dialect, run on the driver (module docstring)."""
+    """One SELECT of a bounded set of rows (an indexed lookup, a capped window), compiled once
+    per dialect, run on the driver (module docstring)."""
 
     def __init__(self, statement: Select[*tuple[Any, ...]]) -> None:
         self.statement = statement
@@ -99,7 +101,7 @@ class HotRead:
         prepared = self._compile(connection.dialect)
         bound = prepared.compiled.construct_params(dict(params))
         values = [bound[k] for k in prepared.positional] if prepared.positional else bound
-        found = await driver_rows(connection, prepared.sql, values)
+        found = await driver_rows(connection, prepared.sql, values, here=True)
         return [prepared.row(*_processed(prepared.processors, r)) for r in found]
 
 
@@ -109,11 +111,13 @@ async def driver_rows(
     params: Mapping[str, Any] | Sequence[Any],
     *,
     commit: bool = False,
+    here: bool = False,
 ) -> list[Sequence[Any]]:
     """The rows of driver SQL (the dialect's own parameter style) as the driver gives them,
     like `exec_driver_sql(...).all()` without SQLAlchemy's execution around it. `commit`: on
     SQLite the COMMIT goes in the statement's trip (the caller still calls `commit()`, which
-    then finds nothing to do); elsewhere it is the caller's `commit()`."""
+    then finds nothing to do); elsewhere it is the caller's `commit()`. `here`: a bounded
+    read, which on SQLite runs on this thread unless a lock is held (`sqlite_driver`)."""
     driver, lean = await _driver(connection)
     _log(sql, params)
     try:
@@ -121,7 +125,7 @@ async def driver_rows(
             lean.commit_next = commit  # for this statement only (read_rows clears it)
             # sqlite3 binds names from a dict only (not any mapping)
             return await read_rows(
-                lean, sql, dict(params) if isinstance(params, Mapping) else params
+                lean, sql, dict(params) if isinstance(params, Mapping) else params, here=here
             )
         async with driver.driver_connection.cursor() as cursor:
             await cursor.execute(sql, params)

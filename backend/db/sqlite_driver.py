@@ -14,6 +14,15 @@ runs with its transaction's COMMIT in that one trip (the COMMIT SQLAlchemy then 
 no transaction open, and is skipped). `defer` holds back
 a statement whose answer nobody reads (a touch, an accounting row) until the transaction's next
 statement or COMMIT, and runs it in that trip, before it: a turn's writes are one trip each.
+
+A read asked to run `here` (`read_rows(..., here=True)`: the prebuilt reads of every request and
+turn, `backend/db/hot_reads.py`) makes no trip: it runs on the calling thread, the event loop's.
+Such a read is one indexed lookup or a bounded window, a few microseconds in SQLite, where the
+trip costs about 80 µs of two threads' wake-ups. It never waits there: it runs with the busy
+timeout at 0, and a lock held elsewhere (`SQLITE_BUSY`, `SQLITE_LOCKED`: in WAL mode only a
+connection in exclusive locking mode, or a recovery, blocks a reader) sends it to aiosqlite's
+thread, which waits the configured timeout as any statement does. Writes always go to the
+thread: they may wait for the write lock, and a COMMIT may checkpoint the WAL.
 """
 
 from __future__ import annotations
@@ -59,6 +68,26 @@ def _run_many(connection: sqlite3.Connection, operation: str, parameters: Any) -
         return None, cursor.rowcount, cursor.lastrowid, []
     finally:
         cursor.close()
+
+
+# sqlite3's primary result codes of a lock held by another connection (extended codes keep
+# them in their low byte).
+_LOCK_CODES = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
+
+
+def _read_here(
+    connection: sqlite3.Connection, operation: str, parameters: Any, busy_timeout_ms: int
+) -> _Outcome | None:
+    """A read on the calling thread without waiting for a lock; None when one is held."""
+    connection.execute("PRAGMA busy_timeout=0")
+    try:
+        return _run(connection, operation, parameters)
+    except sqlite3.OperationalError as error:
+        if error.sqlite_errorcode & 0xFF in _LOCK_CODES:
+            return None
+        raise
+    finally:
+        connection.execute(f"PRAGMA busy_timeout={busy_timeout_ms}")
 
 
 def _run_deferred(connection: sqlite3.Connection, deferred: list[_Deferred]) -> None:
@@ -143,17 +172,27 @@ class _LeanCursor(AsyncAdapt_aiosqlite_cursor):
     async def _executemany_async(self, operation: Any, seq_of_parameters: Any) -> Any:
         await self._call(True, operation, seq_of_parameters)
 
-    async def _call(self, many: bool, operation: Any, parameters: Any) -> None:
+    async def _call(
+        self, many: bool, operation: Any, parameters: Any, *, here: bool = False
+    ) -> None:
+        """Run the statement: held back (`defer`), on this thread (`here`, module docstring),
+        or in one trip to aiosqlite's thread."""
         adapt: LeanConnection = self._adapt_connection  # type: ignore[assignment]
         # Both flags are for this statement only, whatever its outcome.
         commit, adapt.commit_next = adapt.commit_next, False
+        outcome: _Outcome | None = None
         if adapt.defer_next:
             adapt.defer_next = False
             adapt.deferred.append((many, operation, parameters))
-            outcome: _Outcome = (None, -1, None, [])  # no answer: `defer` reads none
-        else:
+            outcome = (None, -1, None, [])  # no answer: `defer` reads none
+        elif here and not (many or commit):
+            restore = adapt.here_timeout_ms()
+            if restore is not None:
+                driver: aiosqlite.Connection = self._connection  # type: ignore[assignment]
+                outcome = _read_here(driver._conn, operation, parameters, restore)
+        if outcome is None:
             deferred, adapt.deferred = adapt.deferred, []
-            driver: aiosqlite.Connection = self._connection  # type: ignore[assignment]
+            driver = self._connection  # type: ignore[assignment]
             async with adapt._execute_mutex:
                 # aiosqlite's own queue (untyped), as SQLAlchemy's adapter uses it for isolation
                 outcome = await driver._execute(  # type: ignore[no-untyped-call]
@@ -167,7 +206,7 @@ class _LeanCursor(AsyncAdapt_aiosqlite_cursor):
 
 
 class LeanConnection(AsyncAdapt_aiosqlite_connection):
-    __slots__ = ("commit_next", "defer_next", "deferred")
+    __slots__ = ("busy_timeout_ms", "commit_next", "defer_next", "deferred")
     _cursor_cls = _LeanCursor
 
     def __init__(self, dbapi: Any, connection: Any) -> None:
@@ -175,6 +214,20 @@ class LeanConnection(AsyncAdapt_aiosqlite_connection):
         self.commit_next = False  # set for its statement by `driver_rows(..., commit=True)`
         self.defer_next = False  # set by `defer` for its statement
         self.deferred: list[_Deferred] = []  # held back until the next trip
+        # The busy timeout its PRAGMA set (backend/db/engine.py), restored after a read `here`;
+        # None until then: no read runs here.
+        self.busy_timeout_ms: int | None = None
+
+    def here_timeout_ms(self) -> int | None:
+        """The busy timeout a read on the calling thread restores, or None when none may run
+        there now: something is held back for the next trip, something else uses the
+        connection, or it is closed."""
+        driver: aiosqlite.Connection = self._connection  # type: ignore[assignment]
+        if self.deferred or self._execute_mutex.locked():
+            return None
+        if not driver._running or driver._connection is None:
+            return None
+        return self.busy_timeout_ms
 
     def _in_transaction(self) -> bool:
         driver: aiosqlite.Connection = self._connection  # type: ignore[assignment]
@@ -204,6 +257,9 @@ class LeanConnection(AsyncAdapt_aiosqlite_connection):
 
 class _LeanDBAPI(AsyncAdapt_aiosqlite_dbapi):
     def connect(self, *arg: Any, **kw: Any) -> LeanConnection:
+        # Reads `here` use the connection on the event loop's thread; never two threads at
+        # once: a statement runs there only while no trip is under way (`here_timeout_ms`).
+        kw["check_same_thread"] = False
         adapted = super().connect(*arg, **kw)
         return LeanConnection(self, adapted._connection)
 
@@ -245,13 +301,18 @@ def lean_connection(dbapi_connection: Any) -> LeanConnection | None:
 
 
 async def read_rows(
-    connection: LeanConnection, operation: str, parameters: Mapping[str, Any] | Sequence[Any]
+    connection: LeanConnection,
+    operation: str,
+    parameters: Mapping[str, Any] | Sequence[Any],
+    *,
+    here: bool = False,
 ) -> list[Any]:
     """A statement's rows in one trip (the statements held back go first), no SQLAlchemy
-    execution around it (`backend/db/hot_reads.py`)."""
+    execution around it (`backend/db/hot_reads.py`); `here`: a bounded read, run on this
+    thread unless a lock is held (module docstring)."""
     cursor = _LeanCursor(connection)
     try:
-        await cursor._call(False, operation, parameters)
+        await cursor._call(False, operation, parameters, here=here)
     except Exception as error:  # aiosqlite's closed connection as sqlite3's error, as SQLAlchemy's
         connection._handle_exception(error)  # adapter raises it
     return list(cursor._rows)

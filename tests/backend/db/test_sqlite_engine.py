@@ -1,9 +1,11 @@
-"""The SQLite engine: WAL, foreign keys, and writes that wait for the write lock instead of
-failing at once."""
+"""The SQLite engine: WAL, foreign keys, writes that wait for the write lock instead of failing
+at once, and prebuilt reads on the event loop's thread that never wait there."""
 
 from __future__ import annotations
 
 import asyncio
+import sqlite3
+import threading
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -11,11 +13,13 @@ from unittest.mock import patch
 
 import aiosqlite
 import pytest
-from sqlalchemy import column, insert, table, text
+from sqlalchemy import column, func, insert, select, table, text
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from backend.db import sqlite_driver
 from backend.db.engine import create_engine, create_sessionmaker
+from backend.db.hot_reads import HotRead
 from backend.db.hot_writes import HotWrite
 
 
@@ -149,5 +153,69 @@ async def test_the_lean_cursor_reports_what_sqlite3_does(tmp_path: Path) -> None
             await conn.execute(text("INSERT INTO t (n) VALUES (40)"))
             await conn.rollback()
             assert (await conn.execute(text("SELECT count(*) FROM t"))).scalar() == 3
+    finally:
+        await engine.dispose()
+
+
+async def _thread_ids(engine: AsyncEngine) -> AsyncEngine:
+    """`engine`'s connection, its pool's only one, knowing SQL `thread_id()`: the thread
+    running the statement."""
+    async with engine.connect() as conn:
+        raw = await conn.get_raw_connection()
+        await raw.driver_connection.create_function("thread_id", 0, threading.get_ident)
+    return engine
+
+
+async def test_a_hot_read_runs_on_the_event_loops_thread_and_never_waits_there(
+    tmp_path: Path,
+) -> None:
+    # backend/db/sqlite_driver.py: a trip to aiosqlite's thread cost more than these reads.
+    engine = create_engine(f"sqlite:///{tmp_path}/f.db", busy_timeout=2, pool_size=1, overflow=0)
+    try:
+        await _thread_ids(engine)
+        read = HotRead(select(func.thread_id().label("thread")))
+        async with engine.connect() as conn:
+            rows: list[Any] = []
+
+            async def hot() -> None:
+                rows.extend(await read.rows(conn, {}))
+
+            assert await _handoffs(engine, hot) == 0
+            assert rows[0].thread == threading.get_ident()
+            elsewhere = (await conn.exec_driver_sql("SELECT thread_id()")).scalar()
+            assert elsewhere != threading.get_ident()  # other statements: aiosqlite's thread
+            # Run with no busy timeout, and the configured one back for what follows.
+            assert (await conn.exec_driver_sql("PRAGMA busy_timeout")).scalar() == 2000
+    finally:
+        await engine.dispose()
+
+
+async def test_a_hot_read_that_meets_a_lock_waits_for_it_on_the_sqlite_thread(
+    tmp_path: Path,
+) -> None:
+    # In WAL mode a reader meets a lock only in rare moments (a recovery, a connection in
+    # exclusive locking mode), which no test can stage on demand: sqlite3 answers here as it
+    # would then, on the event loop's thread only.
+    engine = create_engine(f"sqlite:///{tmp_path}/g.db", busy_timeout=2, pool_size=1, overflow=0)
+    loop_thread = threading.get_ident()
+    ran_on: list[int] = []
+    original = sqlite_driver._run
+
+    def locked_here(connection: sqlite3.Connection, operation: str, parameters: Any) -> Any:
+        ran_on.append(threading.get_ident())
+        if threading.get_ident() == loop_thread:
+            error = sqlite3.OperationalError("database is locked")
+            error.sqlite_errorcode = sqlite3.SQLITE_BUSY
+            raise error
+        return original(connection, operation, parameters)
+
+    try:
+        await _thread_ids(engine)
+        read = HotRead(select(func.thread_id().label("thread")))
+        async with engine.connect() as conn:
+            with patch.object(sqlite_driver, "_run", locked_here):
+                (row,) = await read.rows(conn, {})
+            assert ran_on == [loop_thread, row.thread] and row.thread != loop_thread
+            assert (await conn.exec_driver_sql("PRAGMA busy_timeout")).scalar() == 2000
     finally:
         await engine.dispose()
