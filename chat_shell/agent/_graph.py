@@ -35,7 +35,7 @@ from chat_shell.tools.builtin.search_skills import SEARCH_SKILLS
 @cache
 def agent_graph() -> CompiledStateGraph[TurnState, TurnContext, Any, Any]:
     graph = StateGraph(TurnState, context_schema=TurnContext)
-    graph.add_node(MODEL, call_model, destinations=(TOOLS, END))
+    graph.add_node(MODEL, call_model, destinations=(TOOLS, MODEL, END))
     # load_skill and search_skills are registered so LangGraph analyses them once, not per call;
     # every other tool is the turn's, handed to the call by `wrap_tool_call`.
     graph.add_node(TOOLS, ToolNode([LOAD_SKILL, SEARCH_SKILLS], awrap_tool_call=wrap_tool_call))

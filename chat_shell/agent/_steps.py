@@ -29,6 +29,10 @@ from chat_shell.observe import tracer
 AGENT_NAME = "skillhive"  # the name on the model's replies, as create_agent(name=...) set it
 MODEL, TOOLS = "model", "tools"  # node names; token events come from MODEL's stream
 _SUMMARY_CHARS = 500
+# A reply whose tool calls are all malformed (truncated or non-JSON arguments) gets the errors
+# and another model call, at most this many times in a row: the model usually repairs the
+# call; one that cannot should not spend the turn's steps on it.
+MALFORMED_RETRIES = 2
 
 
 class TurnState(TypedDict):
@@ -37,8 +41,10 @@ class TurnState(TypedDict):
 
 async def call_model(state: TurnState, runtime: Runtime[TurnContext]) -> Command[Any]:
     """One model call with the turn's model, system prompt and visible tools; then each tool
-    call of its reply runs as a task of its own (in parallel), and a reply without any ends the
-    turn. The node routes itself: a separate routing function would run in a worker thread."""
+    call of its reply runs as a task of its own (in parallel), a reply whose calls are all
+    malformed is called again with their errors (`MALFORMED_RETRIES`), and a reply without any
+    ends the turn. The node routes itself: a separate routing function would run in a worker
+    thread."""
     session = runtime.context.session
     session.attach_writer(runtime.stream_writer)
     history = state["messages"]
@@ -60,11 +66,31 @@ async def call_model(state: TurnState, runtime: Runtime[TurnContext]) -> Command
     reply.name = AGENT_NAME
     session.record_model_reply(reply, prompt)
     goto: str | list[Send] = [Send(TOOLS, [call]) for call in reply.tool_calls] or END
+    if (
+        goto == END
+        and reply.invalid_tool_calls
+        and _malformed_in_a_row(history) < MALFORMED_RETRIES
+    ):
+        goto = MODEL  # which first answers the malformed calls (`_answer_invalid_tool_calls`)
     if messages is history:
         return Command(update={"messages": [reply]}, goto=goto)
     # The answers to malformed calls join the history, so the next call sees them too.
     update = [RemoveMessage(id=REMOVE_ALL_MESSAGES), *messages, reply]
     return Command(update={"messages": update}, goto=goto)
+
+
+def _malformed_in_a_row(messages: list[AnyMessage]) -> int:
+    """How many of the last replies before this call made only malformed tool calls."""
+    count = 0
+    for message in reversed(messages):
+        if isinstance(message, ToolMessage):
+            continue  # the answers to those calls
+        if not isinstance(message, AIMessage) or message.tool_calls:
+            break
+        if not message.invalid_tool_calls:
+            break
+        count += 1
+    return count
 
 
 def _answer_invalid_tool_calls(messages: list[AnyMessage]) -> list[AnyMessage]:

@@ -9,6 +9,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, ToolMessage
 
 from chat_shell.agent._graph import agent_graph
+from chat_shell.agent._steps import MALFORMED_RETRIES
 from chat_shell.contracts import Event
 from tests.support.fakes import FakeToolChatModel, collect, done, load, request, say, skill
 
@@ -62,6 +63,14 @@ def test_a_turn_that_calls_a_tool_hands_no_step_to_a_thread() -> None:
     assert handed_to_threads == 0
 
 
+def malformed(call_id: str, text: str = "") -> AIMessage:
+    """A reply whose only tool call has arguments that are not JSON."""
+    reply = AIMessage(content=text)
+    broken = {"name": "load_skill", "args": "skill_name=pdf", "id": call_id, "error": "not JSON"}
+    reply.invalid_tool_calls = [{**broken, "type": "invalid_tool_call"}]  # type: ignore[list-item]
+    return reply
+
+
 async def test_a_malformed_tool_call_is_answered_before_the_next_model_call() -> None:
     reply = load("pdf")
     broken = {"name": "load_skill", "args": "skill_name=pdf", "id": "bad-1", "error": "not JSON"}
@@ -79,3 +88,33 @@ async def test_a_malformed_tool_call_is_answered_before_the_next_model_call() ->
     # Each call is answered once, right after the reply that made it.
     made = [i for i, m in enumerate(model.calls[1].messages) if isinstance(m, AIMessage)]
     assert all(isinstance(m, ToolMessage) for m in model.calls[1].messages[made[-1] + 1 :])
+
+
+async def test_a_reply_of_malformed_calls_only_gets_their_errors_and_another_call() -> None:
+    model = FakeToolChatModel(script=[malformed("bad-1"), load("pdf"), say("ok")])
+
+    events = await collect(request(skills=[skill("pdf")]), model)
+
+    assert done(events).text == "ok" and len(model.calls) == 3
+    retry = model.calls[1].messages
+    (answer,) = [m for m in retry if isinstance(m, ToolMessage)]
+    assert answer.tool_call_id == "bad-1" and answer.status == "error"
+    made = retry.index(answer) - 1  # right after the reply that made the call
+    assert isinstance(retry[made], AIMessage) and retry[made].invalid_tool_calls
+    assert [e.type for e in events].count("skill_loaded") == 1  # the repaired call ran
+
+
+async def test_a_model_that_keeps_sending_malformed_calls_is_called_a_bounded_number_of_times() -> (
+    None
+):
+    script = [malformed(f"bad-{i}", text=f"try {i}") for i in range(MALFORMED_RETRIES + 3)]
+    model = FakeToolChatModel(script=script)
+
+    events = await collect(request(skills=[skill("pdf")]), model)
+
+    assert len(model.calls) == 1 + MALFORMED_RETRIES
+    assert done(events).text == f"try {MALFORMED_RETRIES}"  # the last reply is the answer
+    # Each retry saw the errors of every malformed call before it.
+    last = model.calls[-1].messages
+    errors = [m.tool_call_id for m in last if isinstance(m, ToolMessage)]
+    assert errors == [f"bad-{i}" for i in range(MALFORMED_RETRIES)]
