@@ -85,9 +85,11 @@ def _malformed_in_a_row(messages: list[AnyMessage]) -> int:
     for message in reversed(messages):
         if isinstance(message, ToolMessage):
             continue  # the answers to those calls
-        if not isinstance(message, AIMessage) or message.tool_calls:
-            break
-        if not message.invalid_tool_calls:
+        if (
+            not isinstance(message, AIMessage)
+            or message.tool_calls
+            or not message.invalid_tool_calls
+        ):
             break
         count += 1
     return count
