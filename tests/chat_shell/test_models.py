@@ -102,6 +102,38 @@ async def test_a_turn_through_chat_openai_streams_tokens_and_runs_tool_calls(
     assert openai_server.headers[0]["authorization"] == "Bearer sk-test"
 
 
+async def test_a_tool_call_whose_arguments_are_not_json_gets_its_error_and_another_try(
+    openai_server: FakeOpenAIServer,
+) -> None:
+    # ChatOpenAI reports such a call as invalid (arguments merely cut short it completes as
+    # partial JSON); the model gets the error and another call instead of an empty answer.
+    cut = ToolCall("load_skill", {}, id="call_cut", raw_arguments="skill_name=pdf")
+    openai_server.script(
+        Reply(tool_calls=[cut]),
+        Reply(tool_calls=[ToolCall("load_skill", {"skill_name": "pdf"})]),
+        Reply(text="Done."),
+    )
+    turn = request(
+        "make a pdf", skills=[skill("pdf")], model=server_settings(openai_server), egress=LOOPBACK
+    )
+
+    events = [
+        e
+        async for e in run_turn(
+            turn, package_source=InMemoryPackageSource(), frontend=InMemoryFrontendChannel()
+        )
+    ]
+
+    final = done(events)
+    assert final.text == "Done." and [s.name for s in final.loaded_skills] == ["pdf"]
+    first, retry, last = openai_server.requests
+    assert [m["role"] for m in retry["messages"]] == ["system", "user", "assistant", "tool"]
+    error = retry["messages"][3]
+    assert error["tool_call_id"] == "call_cut" and "malformed" in error["content"]
+    assert retry["messages"][2]["tool_calls"][0]["id"] == "call_cut"
+    assert [m["role"] for m in last["messages"]][-2:] == ["assistant", "tool"]
+
+
 async def test_tokens_reach_the_caller_while_the_answer_is_still_streaming(
     openai_server: FakeOpenAIServer,
 ) -> None:

@@ -28,6 +28,11 @@ class ToolCall:
     name: str
     args: dict[str, Any]
     id: str = ""
+    raw_arguments: str | None = None  # sent as the arguments instead of `args` (e.g. cut short)
+
+    @property
+    def arguments(self) -> str:
+        return json.dumps(self.args) if self.raw_arguments is None else self.raw_arguments
 
 
 @dataclass
@@ -140,7 +145,7 @@ def _completion(body: dict[str, Any], reply: Reply) -> dict[str, Any]:
             {
                 "id": _tool_call_id(reply, i),
                 "type": "function",
-                "function": {"name": c.name, "arguments": json.dumps(c.args)},
+                "function": {"name": c.name, "arguments": c.arguments},
             }
             for i, c in enumerate(reply.tool_calls)
         ]
@@ -188,7 +193,7 @@ def _stream_chunks(body: dict[str, Any], reply: Reply) -> list[dict[str, Any]]:
         )
         chunks += [
             chunk({"tool_calls": [{"index": i, "function": {"arguments": p}}]})
-            for p in _pieces(json.dumps(call.args), reply.chunk_chars)
+            for p in _pieces(call.arguments, reply.chunk_chars)
         ]
     chunks.append(chunk({}, "tool_calls" if reply.tool_calls else "stop"))
     if (body.get("stream_options") or {}).get("include_usage"):
