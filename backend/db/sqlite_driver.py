@@ -83,7 +83,8 @@ def _read_here(
     try:
         return _run(connection, operation, parameters)
     except sqlite3.OperationalError as error:
-        if error.sqlite_errorcode & 0xFF in _LOCK_CODES:
+        code = getattr(error, "sqlite_errorcode", None)  # None when raised outside SQLite
+        if code is not None and code & 0xFF in _LOCK_CODES:
             return None
         raise
     finally:
