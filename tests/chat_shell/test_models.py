@@ -107,9 +107,9 @@ async def test_a_tool_call_whose_arguments_are_not_json_gets_its_error_and_anoth
 ) -> None:
     # ChatOpenAI reports such a call as invalid (arguments merely cut short it completes as
     # partial JSON); the model gets the error and another call instead of an empty answer.
-    cut = ToolCall("load_skill", {}, id="call_cut", raw_arguments="skill_name=pdf")
+    not_json = ToolCall("load_skill", {}, id="call_bad", raw_arguments="skill_name=pdf")
     openai_server.script(
-        Reply(tool_calls=[cut]),
+        Reply(tool_calls=[not_json]),
         Reply(tool_calls=[ToolCall("load_skill", {"skill_name": "pdf"})]),
         Reply(text="Done."),
     )
@@ -129,8 +129,8 @@ async def test_a_tool_call_whose_arguments_are_not_json_gets_its_error_and_anoth
     first, retry, last = openai_server.requests
     assert [m["role"] for m in retry["messages"]] == ["system", "user", "assistant", "tool"]
     error = retry["messages"][3]
-    assert error["tool_call_id"] == "call_cut" and "malformed" in error["content"]
-    assert retry["messages"][2]["tool_calls"][0]["id"] == "call_cut"
+    assert error["tool_call_id"] == "call_bad" and "malformed" in error["content"]
+    assert retry["messages"][2]["tool_calls"][0]["id"] == "call_bad"
     assert [m["role"] for m in last["messages"]][-2:] == ["assistant", "tool"]
 
 

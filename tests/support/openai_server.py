@@ -28,7 +28,7 @@ class ToolCall:
     name: str
     args: dict[str, Any]
     id: str = ""
-    raw_arguments: str | None = None  # sent as the arguments instead of `args` (e.g. cut short)
+    raw_arguments: str | None = None  # sent as the arguments instead of `args` (e.g. not JSON)
 
     @property
     def arguments(self) -> str:

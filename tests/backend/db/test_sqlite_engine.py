@@ -157,13 +157,12 @@ async def test_the_lean_cursor_reports_what_sqlite3_does(tmp_path: Path) -> None
         await engine.dispose()
 
 
-async def _thread_ids(engine: AsyncEngine) -> AsyncEngine:
-    """`engine`'s connection, its pool's only one, knowing SQL `thread_id()`: the thread
-    running the statement."""
+async def _thread_ids(engine: AsyncEngine) -> None:
+    """Teach `engine`'s connection (its pool's only one) SQL `thread_id()`: the thread running
+    the statement."""
     async with engine.connect() as conn:
         raw = await conn.get_raw_connection()
         await raw.driver_connection.create_function("thread_id", 0, threading.get_ident)
-    return engine
 
 
 async def test_a_hot_read_runs_on_the_event_loops_thread_and_never_waits_there(

@@ -73,8 +73,7 @@ def malformed(call_id: str, text: str = "") -> AIMessage:
 
 async def test_a_malformed_tool_call_is_answered_before_the_next_model_call() -> None:
     reply = load("pdf")
-    broken = {"name": "load_skill", "args": "skill_name=pdf", "id": "bad-1", "error": "not JSON"}
-    reply.invalid_tool_calls = [{**broken, "type": "invalid_tool_call"}]  # type: ignore[list-item]
+    reply.invalid_tool_calls = malformed("bad-1").invalid_tool_calls
     model = FakeToolChatModel(script=[reply, say("ok")])
 
     events = await collect(request(skills=[skill("pdf")]), model)
