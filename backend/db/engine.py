@@ -15,7 +15,7 @@ from sqlalchemy.ext.asyncio import (
 )
 from sqlalchemy.pool import PoolResetState
 
-from backend.db.sqlite_driver import lean_connection, lean_dbapi
+from backend.db.sqlite_driver import HereSettings, lean_connection, lean_dbapi
 
 _ASYNC_DRIVERS = {"postgresql": "postgresql+psycopg", "sqlite": "sqlite+aiosqlite"}
 _SYNC_DRIVERS = {"postgresql": "postgresql+psycopg", "sqlite": "sqlite"}
@@ -51,10 +51,12 @@ def _sqlite_pragmas(busy_timeout: float) -> Callable[[Any, Any], None]:
         cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.execute(f"PRAGMA busy_timeout={int(busy_timeout * 1000)}")
+        cursor.execute("PRAGMA wal_autocheckpoint")
+        (autocheckpoint,) = cursor.fetchone()
         cursor.close()
         lean = lean_connection(dbapi_connection)
-        if lean is not None:  # what a read run on the event loop's thread restores
-            lean.busy_timeout_ms = int(busy_timeout * 1000)
+        if lean is not None:  # what a statement run on the event loop's thread restores
+            lean.settings = HereSettings(int(busy_timeout * 1000), int(autocheckpoint))
 
     return connect
 

@@ -115,9 +115,10 @@ async def driver_rows(
 ) -> list[Sequence[Any]]:
     """The rows of driver SQL (the dialect's own parameter style) as the driver gives them,
     like `exec_driver_sql(...).all()` without SQLAlchemy's execution around it. `commit`: on
-    SQLite the COMMIT goes in the statement's trip (the caller still calls `commit()`, which
-    then finds nothing to do); elsewhere it is the caller's `commit()`. `here`: a bounded
-    read, which on SQLite runs on this thread unless a lock is held (`sqlite_driver`)."""
+    SQLite the COMMIT goes in the statement's step (the caller still calls `commit()`, which
+    then finds nothing to do); elsewhere it is the caller's `commit()`. `here`: a bounded read
+    or a one-row write, which on SQLite runs on this thread unless a lock is held
+    (`sqlite_driver`)."""
     driver, lean = await _driver(connection)
     _log(sql, params)
     try:
@@ -141,8 +142,9 @@ async def driver_defer(
     connection: AsyncConnection, sql: str, params: Any, *, many: bool = False
 ) -> None:
     """Driver SQL whose answer nobody reads (`many`: once per parameter set of a sequence), in
-    the transaction: on SQLite held back until the connection's next trip (`sqlite_driver.defer`),
-    elsewhere run now."""
+    the transaction: on SQLite held back until the connection's next statement or COMMIT
+    (`sqlite_driver.defer`; a small write: it may go with a statement run on the event loop's
+    thread), elsewhere run now."""
     driver, lean = await _driver(connection)
     _log(sql, params)
     if lean is not None:

@@ -8,11 +8,13 @@ execution would: a value not given takes its column's Python-side default (`defa
 `onupdate=` for an UPDATE), then each bind goes through its type's processor (JSON, UTC
 datetimes, NUL-free text).
 
-It runs in the connection's transaction, begun through SQLAlchemy as its own execution would
-begin it, so the caller's `commit()` and `rollback()` (and the pool's reset) end it as they end
-any other. `rows(..., commit=True)` commits it (on SQLite the COMMIT goes in the statement's
-trip); `defer` holds the statement back until the transaction's next trip, as
-`sqlite_driver.defer` does. Errors come out as SQLAlchemy's (`IntegrityError`, ...).
+On SQLite it runs on the event loop's thread unless another connection holds the write lock (a
+one-row write: `backend/db/sqlite_driver.py`, `here`). It runs in the connection's transaction,
+begun through SQLAlchemy as its own execution would begin it, so the caller's `commit()` and
+`rollback()` (and the pool's reset) end it as they end any other. `rows(..., commit=True)`
+commits it (on SQLite the COMMIT goes in the statement's step); `defer` holds the statement back
+until the transaction's next statement or COMMIT, as `sqlite_driver.defer` does. Errors come out
+as SQLAlchemy's (`IntegrityError`, ...).
 """
 
 from __future__ import annotations
@@ -98,7 +100,7 @@ class HotWrite:
         `commit`: then committed, with everything before it."""
         prepared = self._compile(connection.dialect)
         found = await driver_rows(
-            connection, prepared.sql, self._parameters(prepared, params), commit=commit
+            connection, prepared.sql, self._parameters(prepared, params), commit=commit, here=True
         )
         if commit:
             await connection.commit()  # on SQLite only SQLAlchemy's bookkeeping is left
@@ -108,8 +110,8 @@ class HotWrite:
         self, connection: AsyncConnection, params: Mapping[str, Any] | Sequence[Mapping[str, Any]]
     ) -> None:
         """Run the statement (once per mapping of a sequence), whose answer nobody reads, in the
-        transaction: on SQLite in its next trip, just before what that trip runs; elsewhere
-        now. An error it meets is raised by that trip."""
+        transaction: on SQLite with its next statement or COMMIT, just before it; elsewhere
+        now. An error it meets is raised by that statement or COMMIT."""
         prepared = self._compile(connection.dialect)
         if isinstance(params, Mapping):
             await driver_defer(connection, prepared.sql, self._parameters(prepared, params))

@@ -13,16 +13,22 @@ A statement flagged `commit_next` (`HotWrite.rows(..., commit=True)`, backend/db
 runs with its transaction's COMMIT in that one trip (the COMMIT SQLAlchemy then asks for finds
 no transaction open, and is skipped). `defer` holds back
 a statement whose answer nobody reads (a touch, an accounting row) until the transaction's next
-statement or COMMIT, and runs it in that trip, before it: a turn's writes are one trip each.
+statement or COMMIT, and runs it in that trip, before it: a turn's writes are one step each (on
+the event loop's thread, below).
 
-A read asked to run `here` (`read_rows(..., here=True)`: the prebuilt reads of every request and
-turn, `backend/db/hot_reads.py`) makes no trip: it runs on the calling thread, the event loop's.
-Such a read is one indexed lookup or a bounded window, a few microseconds in SQLite, where the
-trip costs about 80 µs of two threads' wake-ups. It never waits there: it runs with the busy
-timeout at 0, and a lock held elsewhere (`SQLITE_BUSY`, `SQLITE_LOCKED`: in WAL mode only a
-connection in exclusive locking mode, or a recovery, blocks a reader) sends it to aiosqlite's
-thread, which waits the configured timeout as any statement does. Writes always go to the
-thread: they may wait for the write lock, and a COMMIT may checkpoint the WAL.
+A statement asked to run `here` (`read_rows(..., here=True)`: the prebuilt reads and writes of
+every request and turn, `backend/db/hot_reads.py` and `hot_writes.py`, with the small writes
+`defer` held back for it) makes no trip: it runs on the calling thread, the event loop's. Such a
+statement is one indexed lookup, a bounded window or a one-row write, a few microseconds in
+SQLite, where the trip costs about 80 µs of two threads' wake-ups, several times that when the
+machine is busy. It never waits there:
+- it runs with the busy timeout at 0: a lock held by another connection (`SQLITE_BUSY`,
+  `SQLITE_LOCKED`; the write lock, or for a read in WAL mode only a recovery or a connection in
+  exclusive locking mode) refuses it before it changed anything, and it goes to aiosqlite's
+  thread, which waits the configured timeout as any statement does;
+- its COMMIT does not checkpoint the WAL (copying it into the database and syncing both can take
+  milliseconds): the WAL is checkpointed by the COMMITs that take the trip, every other write's
+  and one in `CHECKPOINT_EVERY` of these, as SQLite's automatic checkpoint does.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from __future__ import annotations
 import collections
 import sqlite3
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import aiosqlite
@@ -75,20 +82,47 @@ def _run_many(connection: sqlite3.Connection, operation: str, parameters: Any) -
 _LOCK_CODES = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
 
 
-def _read_here(
-    connection: sqlite3.Connection, operation: str, parameters: Any, busy_timeout_ms: int
+# One COMMIT in this many a connection would run `here` takes the trip instead, where SQLite
+# checkpoints the WAL once it holds its automatic checkpoint's pages (1,000 by default): the WAL
+# stays within about that many COMMITs more than it would.
+CHECKPOINT_EVERY = 64
+
+
+@dataclass(frozen=True)
+class HereSettings:
+    """What a connection's PRAGMAs set (backend/db/engine.py), restored after a statement here."""
+
+    busy_timeout_ms: int
+    autocheckpoint_pages: int
+
+
+def _run_here(
+    connection: sqlite3.Connection,
+    deferred: list[_Deferred],
+    many: bool,
+    operation: str,
+    parameters: Any,
+    commit: bool,
+    settings: HereSettings,
 ) -> _Outcome | None:
-    """A read on the calling thread without waiting for a lock; None when one is held."""
+    """`_statement` on the calling thread, without waiting for a lock or checkpointing; None
+    when another connection holds a lock it needs (nothing was changed)."""
+    changes = connection.total_changes
     connection.execute("PRAGMA busy_timeout=0")
+    if commit:
+        connection.execute("PRAGMA wal_autocheckpoint=0")
     try:
-        return _run(connection, operation, parameters)
+        return _statement(connection, deferred, many, operation, parameters, commit)
     except sqlite3.OperationalError as error:
         code = getattr(error, "sqlite_errorcode", None)  # None when raised outside SQLite
-        if code is not None and code & 0xFF in _LOCK_CODES:
+        held = code is not None and code & 0xFF in _LOCK_CODES
+        if held and connection.total_changes == changes:  # refused before any change
             return None
         raise
     finally:
-        connection.execute(f"PRAGMA busy_timeout={busy_timeout_ms}")
+        connection.execute(f"PRAGMA busy_timeout={settings.busy_timeout_ms}")
+        if commit:
+            connection.execute(f"PRAGMA wal_autocheckpoint={settings.autocheckpoint_pages}")
 
 
 def _run_deferred(connection: sqlite3.Connection, deferred: list[_Deferred]) -> None:
@@ -181,24 +215,28 @@ class _LeanCursor(AsyncAdapt_aiosqlite_cursor):
         adapt: LeanConnection = self._adapt_connection  # type: ignore[assignment]
         # Both flags are for this statement only, whatever its outcome.
         commit, adapt.commit_next = adapt.commit_next, False
-        outcome: _Outcome | None = None
         if adapt.defer_next:
             adapt.defer_next = False
             adapt.deferred.append((many, operation, parameters))
-            outcome = (None, -1, None, [])  # no answer: `defer` reads none
-        elif here and not (many or commit):
-            restore = adapt.here_timeout_ms()
-            if restore is not None:
-                driver: aiosqlite.Connection = self._connection  # type: ignore[assignment]
-                outcome = _read_here(driver._conn, operation, parameters, restore)
+            self._done((None, -1, None, []))  # no answer: `defer` reads none
+            return
+        outcome: _Outcome | None = None
+        deferred, adapt.deferred = adapt.deferred, []
+        driver: aiosqlite.Connection = self._connection  # type: ignore[assignment]
+        settings = adapt.here_settings() if here else None
+        if settings is not None and not (commit and adapt.checkpoint_due()):
+            outcome = _run_here(
+                driver._conn, deferred, many, operation, parameters, commit, settings
+            )
         if outcome is None:
-            deferred, adapt.deferred = adapt.deferred, []
-            driver = self._connection  # type: ignore[assignment]
             async with adapt._execute_mutex:
                 # aiosqlite's own queue (untyped), as SQLAlchemy's adapter uses it for isolation
                 outcome = await driver._execute(  # type: ignore[no-untyped-call]
                     _statement, driver._conn, deferred, many, operation, parameters, commit
                 )
+        self._done(outcome)
+
+    def _done(self, outcome: _Outcome) -> None:
         self._description, self._rowcount, self._lastrowid, rows = outcome
         self._rows = collections.deque(rows)
 
@@ -207,7 +245,7 @@ class _LeanCursor(AsyncAdapt_aiosqlite_cursor):
 
 
 class LeanConnection(AsyncAdapt_aiosqlite_connection):
-    __slots__ = ("busy_timeout_ms", "commit_next", "defer_next", "deferred")
+    __slots__ = ("commit_next", "commits_here", "defer_next", "deferred", "settings")
     _cursor_cls = _LeanCursor
 
     def __init__(self, dbapi: Any, connection: Any) -> None:
@@ -215,20 +253,22 @@ class LeanConnection(AsyncAdapt_aiosqlite_connection):
         self.commit_next = False  # set for its statement by `driver_rows(..., commit=True)`
         self.defer_next = False  # set by `defer` for its statement
         self.deferred: list[_Deferred] = []  # held back until the next trip
-        # The busy timeout its PRAGMA set (backend/db/engine.py), restored after a read `here`;
-        # None until then: no read runs here.
-        self.busy_timeout_ms: int | None = None
+        # What its PRAGMAs set (backend/db/engine.py); None until then: nothing runs here.
+        self.settings: HereSettings | None = None
+        self.commits_here = 0  # COMMITs asked to run here (`checkpoint_due`)
 
-    def here_timeout_ms(self) -> int | None:
-        """The busy timeout a read on the calling thread restores, or None when none may run
-        there now: something is held back for the next trip, something else uses the
-        connection, or it is closed."""
+    def checkpoint_due(self) -> bool:
+        """Whether this COMMIT asked to run here takes the trip, to checkpoint the WAL there."""
+        self.commits_here += 1
+        return self.commits_here % CHECKPOINT_EVERY == 0
+
+    def here_settings(self) -> HereSettings | None:
+        """What a statement on the calling thread restores, or None when none may run there
+        now: something else uses the connection, or it is closed."""
         driver: aiosqlite.Connection = self._connection  # type: ignore[assignment]
-        if self.deferred or self._execute_mutex.locked():
+        if self._execute_mutex.locked() or not driver._running or driver._connection is None:
             return None
-        if not driver._running or driver._connection is None:
-            return None
-        return self.busy_timeout_ms
+        return self.settings
 
     def _in_transaction(self) -> bool:
         driver: aiosqlite.Connection = self._connection  # type: ignore[assignment]
@@ -258,8 +298,8 @@ class LeanConnection(AsyncAdapt_aiosqlite_connection):
 
 class _LeanDBAPI(AsyncAdapt_aiosqlite_dbapi):
     def connect(self, *arg: Any, **kw: Any) -> LeanConnection:
-        # Reads `here` use the connection on the event loop's thread; never two threads at
-        # once: a statement runs there only while no trip is under way (`here_timeout_ms`).
+        # Statements `here` use the connection on the event loop's thread; never two threads
+        # at once: one runs there only while no trip is under way (`here_settings`).
         kw["check_same_thread"] = False
         adapted = super().connect(*arg, **kw)
         return LeanConnection(self, adapted._connection)
@@ -281,10 +321,10 @@ async def defer(
     statement: Executable,
     parameters: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None,
 ) -> None:
-    """Run `statement`, whose answer (rows, rowcount) nobody reads, in the transaction: on
-    SQLite (this driver) in the trip of the transaction's next statement or COMMIT, just before
-    it; elsewhere now. An error it meets is raised by that statement or COMMIT, and a rollback
-    before it drops it unsent."""
+    """Run `statement`, a small write whose answer (rows, rowcount) nobody reads, in the
+    transaction: on SQLite (this driver) with the transaction's next statement or COMMIT, just
+    before it (on the event loop's thread when that one runs `here`); elsewhere now. An error it
+    meets is raised by that statement or COMMIT, and a rollback before it drops it unsent."""
     lean = await _lean(connection)
     if lean is None:
         await connection.execute(statement, parameters)
@@ -309,8 +349,8 @@ async def read_rows(
     here: bool = False,
 ) -> list[Any]:
     """A statement's rows in one trip (the statements held back go first), no SQLAlchemy
-    execution around it (`backend/db/hot_reads.py`); `here`: a bounded read, run on this
-    thread unless a lock is held (module docstring)."""
+    execution around it (`backend/db/hot_reads.py`); `here`: a bounded read or a one-row
+    write, run on this thread unless a lock is held (module docstring)."""
     cursor = _LeanCursor(connection)
     try:
         await cursor._call(False, operation, parameters, here=here)

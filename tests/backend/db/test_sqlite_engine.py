@@ -124,7 +124,7 @@ async def test_a_statement_is_one_trip_to_the_sqlite_thread(tmp_path: Path) -> N
             async with engine.connect() as conn:
                 await HotWrite(insert(table("t", column("n")))).rows(conn, {"n": 2}, commit=True)
 
-        assert await _handoffs(engine, last_write) == 1  # the INSERT with its COMMIT
+        assert await _handoffs(engine, last_write) == 0  # with its COMMIT, on this thread
         async with engine.connect() as conn:
             assert (await conn.execute(text("SELECT count(*) FROM t"))).scalar() == 2
     finally:
@@ -218,3 +218,63 @@ async def test_a_hot_read_that_meets_a_lock_waits_for_it_on_the_sqlite_thread(
             assert (await conn.exec_driver_sql("PRAGMA busy_timeout")).scalar() == 2000
     finally:
         await engine.dispose()
+
+
+async def test_a_hot_write_that_meets_the_write_lock_waits_for_it_off_the_event_loop(
+    tmp_path: Path,
+) -> None:
+    # It runs on the event loop's thread only while no other connection holds the write lock;
+    # waiting there would stall every request, and the holder below (a task on this loop)
+    # could never commit: the write would fail after its busy timeout instead.
+    engine = create_engine(f"sqlite:///{tmp_path}/h.db", busy_timeout=5)
+    write = HotWrite(insert(table("t", column("n"))))
+    try:
+        async with engine.begin() as conn:
+            await conn.exec_driver_sql("CREATE TABLE t (n INTEGER)")
+        async with engine.connect() as holder, engine.connect() as writer:
+            await holder.execute(text("INSERT INTO t VALUES (1)"))  # holds the write lock
+            waiting = asyncio.create_task(write.rows(writer, {"n": 2}, commit=True))
+            await asyncio.sleep(0.3)
+            assert not waiting.done()  # waiting for the lock, not failed
+            await holder.commit()
+            await waiting
+            pragmas = [
+                (await writer.exec_driver_sql(f"PRAGMA {name}")).scalar()
+                for name in ("busy_timeout", "wal_autocheckpoint")
+            ]
+            assert pragmas == [5000, 1000]  # as configured: only a statement here runs at 0
+            assert (await writer.execute(text("SELECT count(*) FROM t"))).scalar() == 2
+    finally:
+        await engine.dispose()
+
+
+@pytest.mark.parametrize("checkpoint_every", [sqlite_driver.CHECKPOINT_EVERY, 10**9])
+async def test_hot_writes_leave_the_wal_to_the_checkpoints_of_the_sqlite_thread(
+    tmp_path: Path, checkpoint_every: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A COMMIT here never checkpoints (it could take milliseconds of the event loop); one in
+    # CHECKPOINT_EVERY takes the trip, where SQLite's automatic checkpoint runs. Without those
+    # trips (the second case) the WAL grows past the automatic checkpoint's 1,000 pages.
+    monkeypatch.setattr(sqlite_driver, "CHECKPOINT_EVERY", checkpoint_every)
+    path = tmp_path / "i.db"
+    engine = create_engine(f"sqlite:///{path}", pool_size=1, overflow=0)
+    write = HotWrite(insert(table("t", column("n"))))
+    try:
+        async with engine.begin() as conn:
+            await conn.exec_driver_sql("CREATE TABLE t (n INTEGER)")
+        async with engine.connect() as conn:
+            trips = await _handoffs(engine, lambda: _writes(conn, write, 1500))
+            assert (await conn.execute(text("SELECT count(*) FROM t"))).scalar() == 1500
+        wal_pages = (path.parent / f"{path.name}-wal").stat().st_size // 4096
+    finally:
+        await engine.dispose()
+    if checkpoint_every == sqlite_driver.CHECKPOINT_EVERY:
+        assert trips == 1500 // checkpoint_every
+        assert wal_pages < 1000 + 2 * checkpoint_every
+    else:
+        assert trips == 0 and wal_pages > 1400
+
+
+async def _writes(conn: Any, write: HotWrite, count: int) -> None:
+    for n in range(count):
+        await write.rows(conn, {"n": n}, commit=True)
