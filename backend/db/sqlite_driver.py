@@ -138,8 +138,8 @@ def _statement(
     parameters: Any,
     commit: bool,
 ) -> _Outcome:
-    """On aiosqlite's thread: the statements held back, the statement, then COMMIT if asked
-    (only once the statement ran and its rows are read)."""
+    """The statements held back, the statement, then COMMIT if asked (only once the statement
+    ran and its rows are read): on aiosqlite's thread, or on the caller's (`_run_here`)."""
     _run_deferred(connection, deferred)
     outcome = (_run_many if many else _run)(connection, operation, parameters)
     if commit:
