@@ -29,14 +29,20 @@ machine is busy. It never waits there:
 - its COMMIT does not checkpoint the WAL (copying it into the database and syncing both can take
   milliseconds): the WAL is checkpointed by the COMMITs that take the trip, every other write's
   and one in `CHECKPOINT_EVERY` of these, as SQLite's automatic checkpoint does.
+The first statement here sets both PRAGMAs to 0, and they stay so for the statements here that
+follow; aiosqlite's thread puts the configured values back before the next call it runs
+(`_ThreadConnection`). Setting them around every statement cost more than most statements (the
+first sqlite3 call after the event loop's other work finds its caches cold), and a turn's
+statements here follow one another on a connection, with a trip rarely between them.
 """
 
 from __future__ import annotations
 
 import collections
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import aiosqlite
@@ -90,14 +96,45 @@ CHECKPOINT_EVERY = 64
 
 @dataclass(frozen=True)
 class HereSettings:
-    """What a connection's PRAGMAs set (backend/db/engine.py), restored after a statement here."""
+    """What a connection's PRAGMAs set (backend/db/engine.py): put back on aiosqlite's thread
+    after statements here ran with both at 0."""
 
     busy_timeout_ms: int
     autocheckpoint_pages: int
 
 
+def _configured(
+    connection: sqlite3.Connection, settings: HereSettings, call: Callable[[], Any]
+) -> Any:
+    """On aiosqlite's thread: the PRAGMAs as configured again, then its call."""
+    connection.execute(f"PRAGMA busy_timeout={settings.busy_timeout_ms}")
+    connection.execute(f"PRAGMA wal_autocheckpoint={settings.autocheckpoint_pages}")
+    return call()
+
+
+class _ThreadConnection(aiosqlite.Connection):
+    """aiosqlite's connection; every call of its thread (statement, COMMIT, close...) goes
+    through `_execute`, which first puts back the PRAGMAs statements here set to 0."""
+
+    here: HereSettings | None = None  # set: the PRAGMAs are at 0, these are the configured ones
+
+    async def _execute(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        settings, self.here = self.here, None
+        if settings is None:
+            return await super()._execute(fn, *args, **kwargs)  # type: ignore[no-untyped-call]
+        call = partial(fn, *args, **kwargs)
+        return await super()._execute(_configured, self._connection, settings, call)  # type: ignore[no-untyped-call]
+
+
+def _thread_connection(database: str, **kwargs: Any) -> _ThreadConnection:
+    """`aiosqlite.connect` for SQLAlchemy's `async_creator_fn`, as `_ThreadConnection`."""
+    connection = _ThreadConnection(partial(sqlite3.connect, database, **kwargs), 64)
+    connection._thread.daemon = True  # as SQLAlchemy's adapter sets it for its own connect
+    return connection
+
+
 def _run_here(
-    connection: sqlite3.Connection,
+    driver: _ThreadConnection,
     deferred: list[_Deferred],
     many: bool,
     operation: str,
@@ -107,9 +144,11 @@ def _run_here(
 ) -> _Outcome | None:
     """`_statement` on the calling thread, without waiting for a lock or checkpointing; None
     when another connection holds a lock it needs (nothing was changed)."""
+    connection = driver._conn
     changes = connection.total_changes
-    connection.execute("PRAGMA busy_timeout=0")
-    if commit:
+    if driver.here is None:
+        driver.here = settings  # first: the thread puts them back whatever happens next
+        connection.execute("PRAGMA busy_timeout=0")
         connection.execute("PRAGMA wal_autocheckpoint=0")
     try:
         return _statement(connection, deferred, many, operation, parameters, commit)
@@ -119,10 +158,6 @@ def _run_here(
         if held and connection.total_changes == changes:  # refused before any change
             return None
         raise
-    finally:
-        connection.execute(f"PRAGMA busy_timeout={settings.busy_timeout_ms}")
-        if commit:
-            connection.execute(f"PRAGMA wal_autocheckpoint={settings.autocheckpoint_pages}")
 
 
 def _run_deferred(connection: sqlite3.Connection, deferred: list[_Deferred]) -> None:
@@ -222,16 +257,14 @@ class _LeanCursor(AsyncAdapt_aiosqlite_cursor):
             return
         outcome: _Outcome | None = None
         deferred, adapt.deferred = adapt.deferred, []
-        driver: aiosqlite.Connection = self._connection  # type: ignore[assignment]
+        driver: _ThreadConnection = self._connection  # type: ignore[assignment]
         settings = adapt.here_settings() if here else None
         if settings is not None and not (commit and adapt.checkpoint_due()):
-            outcome = _run_here(
-                driver._conn, deferred, many, operation, parameters, commit, settings
-            )
+            outcome = _run_here(driver, deferred, many, operation, parameters, commit, settings)
         if outcome is None:
             async with adapt._execute_mutex:
-                # aiosqlite's own queue (untyped), as SQLAlchemy's adapter uses it for isolation
-                outcome = await driver._execute(  # type: ignore[no-untyped-call]
+                # aiosqlite's own queue, as SQLAlchemy's adapter uses it for isolation
+                outcome = await driver._execute(
                     _statement, driver._conn, deferred, many, operation, parameters, commit
                 )
         self._done(outcome)
@@ -263,8 +296,8 @@ class LeanConnection(AsyncAdapt_aiosqlite_connection):
         return self.commits_here % CHECKPOINT_EVERY == 0
 
     def here_settings(self) -> HereSettings | None:
-        """What a statement on the calling thread restores, or None when none may run there
-        now: something else uses the connection, or it is closed."""
+        """What aiosqlite's thread puts back after a statement on the calling thread, or None
+        when none may run there now: something else uses the connection, or it is closed."""
         driver: aiosqlite.Connection = self._connection  # type: ignore[assignment]
         if self._execute_mutex.locked() or not driver._running or driver._connection is None:
             return None
@@ -301,6 +334,7 @@ class _LeanDBAPI(AsyncAdapt_aiosqlite_dbapi):
         # Statements `here` use the connection on the event loop's thread; never two threads
         # at once: one runs there only while no trip is under way (`here_settings`).
         kw["check_same_thread"] = False
+        kw["async_creator_fn"] = _thread_connection
         adapted = super().connect(*arg, **kw)
         return LeanConnection(self, adapted._connection)
 

@@ -248,6 +248,51 @@ async def test_a_hot_write_that_meets_the_write_lock_waits_for_it_off_the_event_
         await engine.dispose()
 
 
+async def test_statements_here_set_the_pragmas_once_and_the_sqlite_thread_puts_them_back(
+    tmp_path: Path,
+) -> None:
+    # Statements here that follow one another share one setting of the PRAGMAs to 0; whatever
+    # aiosqlite's thread runs next (a statement, a COMMIT) runs with the configured ones.
+    engine = create_engine(f"sqlite:///{tmp_path}/j.db", busy_timeout=2, pool_size=1, overflow=0)
+    write = HotWrite(insert(table("t", column("n"))))
+    loop_thread = threading.get_ident()
+    traced: list[tuple[bool, str]] = []  # (on the event loop's thread?, SQL)
+    try:
+        async with engine.begin() as conn:
+            await conn.exec_driver_sql("CREATE TABLE t (n INTEGER)")
+        async with engine.connect() as conn:
+            raw = await conn.get_raw_connection()
+            raw.driver_connection._conn.set_trace_callback(
+                lambda sql: traced.append((threading.get_ident() == loop_thread, sql))
+            )
+            for n in range(3):
+                await write.rows(conn, {"n": n}, commit=True)
+            pragmas = [sql for _, sql in traced if sql.startswith("PRAGMA")]
+            assert pragmas == ["PRAGMA busy_timeout=0", "PRAGMA wal_autocheckpoint=0"]
+            assert all(here for here, _ in traced) and len(traced) > 3
+            traced.clear()
+            assert (await conn.execute(text("SELECT count(*) FROM t"))).scalar() == 3
+            assert traced[:2] == [
+                (False, "PRAGMA busy_timeout=2000"),
+                (False, "PRAGMA wal_autocheckpoint=1000"),
+            ]
+            assert traced[2] == (False, "SELECT count(*) FROM t")
+            traced.clear()
+            await write.rows(conn, {"n": 3})  # here: its transaction stays open
+            await conn.commit()  # on the thread, checkpointing as configured
+            assert traced[:2] == [
+                (True, "PRAGMA busy_timeout=0"),
+                (True, "PRAGMA wal_autocheckpoint=0"),
+            ]
+            assert traced[-3:] == [
+                (False, "PRAGMA busy_timeout=2000"),
+                (False, "PRAGMA wal_autocheckpoint=1000"),
+                (False, "COMMIT"),
+            ]
+    finally:
+        await engine.dispose()
+
+
 @pytest.mark.parametrize("checkpoint_every", [sqlite_driver.CHECKPOINT_EVERY, 10**9])
 async def test_hot_writes_leave_the_wal_to_the_checkpoints_of_the_sqlite_thread(
     tmp_path: Path, checkpoint_every: int, monkeypatch: pytest.MonkeyPatch
