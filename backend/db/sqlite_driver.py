@@ -103,27 +103,42 @@ class HereSettings:
     autocheckpoint_pages: int
 
 
-def _configured(
-    connection: sqlite3.Connection, settings: HereSettings, call: Callable[[], Any]
+def _on_thread(
+    driver: _ThreadConnection, settings: HereSettings | None, call: Callable[[], Any]
 ) -> Any:
-    """On aiosqlite's thread: the PRAGMAs as configured again, then its call."""
-    connection.execute(f"PRAGMA busy_timeout={settings.busy_timeout_ms}")
-    connection.execute(f"PRAGMA wal_autocheckpoint={settings.autocheckpoint_pages}")
-    return call()
+    """On aiosqlite's thread: the PRAGMAs as configured again when statements here set them to
+    0 (`settings`), then its call; counted as finished whatever its outcome."""
+    try:
+        if settings is not None:
+            connection = driver._conn
+            connection.execute(f"PRAGMA busy_timeout={settings.busy_timeout_ms}")
+            connection.execute(f"PRAGMA wal_autocheckpoint={settings.autocheckpoint_pages}")
+        return call()
+    finally:
+        driver.finished += 1
 
 
 class _ThreadConnection(aiosqlite.Connection):
     """aiosqlite's connection; every call of its thread (statement, COMMIT, close...) goes
-    through `_execute`, which first puts back the PRAGMAs statements here set to 0."""
+    through `_execute`, which counts it and has the thread first put back the PRAGMAs
+    statements here set to 0."""
 
     here: HereSettings | None = None  # set: the PRAGMAs are at 0, these are the configured ones
+    # Each counted by one thread only: `queued` on the event loop's, `finished` on aiosqlite's.
+    queued = 0
+    finished = 0
+
+    @property
+    def idle(self) -> bool:
+        """No call queued or under way on the thread, not even one whose caller was cancelled
+        while the thread ran it: a statement may run on the event loop's thread."""
+        return self.queued == self.finished
 
     async def _execute(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
         settings, self.here = self.here, None
-        if settings is None:
-            return await super()._execute(fn, *args, **kwargs)  # type: ignore[no-untyped-call]
+        self.queued += 1  # never finished when refused (closed): nothing runs here then either
         call = partial(fn, *args, **kwargs)
-        return await super()._execute(_configured, self._connection, settings, call)  # type: ignore[no-untyped-call]
+        return await super()._execute(_on_thread, self, settings, call)  # type: ignore[no-untyped-call]
 
 
 def _thread_connection(database: str, **kwargs: Any) -> _ThreadConnection:
@@ -297,9 +312,10 @@ class LeanConnection(AsyncAdapt_aiosqlite_connection):
 
     def here_settings(self) -> HereSettings | None:
         """What aiosqlite's thread puts back after a statement on the calling thread, or None
-        when none may run there now: something else uses the connection, or it is closed."""
-        driver: aiosqlite.Connection = self._connection  # type: ignore[assignment]
-        if self._execute_mutex.locked() or not driver._running or driver._connection is None:
+        when none may run there now: the thread has a call of this connection (a trip, a
+        COMMIT), or it is closed."""
+        driver: _ThreadConnection = self._connection  # type: ignore[assignment]
+        if not driver.idle or not driver._running or driver._connection is None:
             return None
         return self.settings
 
@@ -332,7 +348,8 @@ class LeanConnection(AsyncAdapt_aiosqlite_connection):
 class _LeanDBAPI(AsyncAdapt_aiosqlite_dbapi):
     def connect(self, *arg: Any, **kw: Any) -> LeanConnection:
         # Statements `here` use the connection on the event loop's thread; never two threads
-        # at once: one runs there only while no trip is under way (`here_settings`).
+        # at once: one runs there only while aiosqlite's thread has no call of the connection,
+        # not even one whose caller was cancelled (`here_settings`).
         kw["check_same_thread"] = False
         kw["async_creator_fn"] = _thread_connection
         adapted = super().connect(*arg, **kw)

@@ -220,6 +220,38 @@ async def test_a_hot_read_that_meets_a_lock_waits_for_it_on_the_sqlite_thread(
         await engine.dispose()
 
 
+async def test_no_statement_runs_here_while_the_sqlite_thread_runs_a_call_of_its_connection(
+    tmp_path: Path,
+) -> None:
+    # Not even one whose caller gave up (cancelled): the two threads would share the
+    # connection, and the statement here would set the PRAGMAs under the thread's call.
+    engine = create_engine(f"sqlite:///{tmp_path}/k.db", pool_size=1, overflow=0)
+    released = threading.Event()
+    try:
+        await _thread_ids(engine)
+        read = HotRead(select(func.thread_id().label("thread")))
+        async with engine.connect() as conn:
+            raw = await conn.get_raw_connection()
+            driver = raw.driver_connection
+            assert driver is not None
+            busy = asyncio.create_task(driver._execute(released.wait, 5))
+            await asyncio.sleep(0.05)  # the thread is in the call
+            busy.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await busy
+            reading = asyncio.create_task(read.rows(conn, {}))
+            await asyncio.sleep(0.05)
+            assert not reading.done()  # queued behind the call, not run on this thread
+            released.set()
+            (row,) = await reading
+            assert row.thread != threading.get_ident()
+            (row,) = await read.rows(conn, {})  # the thread is idle again: here
+            assert row.thread == threading.get_ident()
+    finally:
+        released.set()
+        await engine.dispose()
+
+
 async def test_a_hot_write_that_meets_the_write_lock_waits_for_it_off_the_event_loop(
     tmp_path: Path,
 ) -> None:
