@@ -83,17 +83,31 @@ async def bootstrap_admin(
     log.info("bootstrap: created admin user 'admin' with the configured token")
 
 
+# Every API route authenticates, and reads the database.
+_API_RESPONSES = errors(401, 503)
+
+
+@functools.cache
+def _chat_router() -> APIRouter:
+    """The chat turn's routes, the busiest of the API, which the app includes before any other
+    router. FastAPI matches an app's routers in order, and before it looks into an included
+    router it walks that router's routes and, recursively, its included routers' (to see
+    whether they changed): behind the API router, every turn's request walked all of the API's
+    routes first. No other path starts with `/api/v1/conversations`, so the order changes no
+    match. Built once per process, as `_api_router`."""
+    chat = APIRouter(prefix=API_PREFIX, responses=_API_RESPONSES)
+    chat.include_router(conversations.router)
+    return chat
+
+
 @functools.cache
 def _api_router() -> APIRouter:
     """Built once per process: it depends on no setting, and FastAPI prepares every route of a
     router (dependencies, response models) when it is included, which each app would repeat
     for the API router's routes. An app including it prepares its own copies as before."""
-    # Every API route authenticates, and reads the database.
-    api = APIRouter(prefix=API_PREFIX, responses=errors(401, 503))
+    api = APIRouter(prefix=API_PREFIX, responses=_API_RESPONSES)
     # Routes are matched in order, each router's all of them (FastAPI does not skip a router by
-    # its prefix): the chat turn's routes first, the busiest of the API. No other path starts
-    # with `/conversations`, so the order changes no match.
-    api.include_router(conversations.router)
+    # its prefix): fixed paths before the trees whose names would match them.
     api.include_router(skill_search.router)  # before the CRD trees: `/skills/search` is fixed
     for module in (me, tokens, users, secrets, artifacts, metrics, usage):
         api.include_router(module.router)
@@ -211,6 +225,7 @@ def create_app(
         app.add_middleware(ops_metrics.HttpMetricsMiddleware, prefixes=[API_PREFIX])
     app.add_middleware(SecurityHeadersMiddleware)  # on every answer, errors included
     app.add_middleware(AccessLogMiddleware)  # added last: outermost, it logs every answer
+    app.include_router(_chat_router())  # first: `_chat_router`
     app.include_router(health.router)
     if settings.metrics and settings.metrics_port is None:  # else on their own port, or off
         app.include_router(prometheus.router)

@@ -3,10 +3,11 @@ routes a request (or a test lists its routes), it builds for every API route it 
 effective route (dependencies, body and response fields, the request handler), 0.3 s of CPU for
 the API's ~90 routes, more than many a test itself takes.
 
-`effective_routes_reused()` prepares each route of the API router, which is built once per
-process (`backend/app.py`), once per process for each way it is included: a later app including
-it the same way gets that preparation, exactly what FastAPI would build again. Routes made per
-app (the web console's, closures over its settings) are prepared for each app as before.
+`effective_routes_reused()` prepares each route of the API and chat routers, which are built
+once per process (`backend/app.py`), once per process for each way it is included: a later app
+including it the same way gets that preparation, exactly what FastAPI would build again. Routes
+made per app (the web console's, closures over its settings) are prepared for each app as
+before.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 
 from fastapi import APIRouter, routing
 
-from backend.app import _api_router
+from backend.app import _api_router, _chat_router
 from tests.support.openapi import inclusion_key
 
 
@@ -37,7 +38,8 @@ def effective_routes_reused() -> Iterator[None]:
     context_class: Any = routing._EffectiveRouteContext
     original = context_class.__dict__["from_api_route"]  # the classmethod itself
     build: Callable[..., Any] = context_class.from_api_route
-    shared = _route_ids(_api_router())  # the same route objects in every app of the process
+    # The same route objects in every app of the process.
+    shared = _route_ids(_api_router()) | _route_ids(_chat_router())
     prepared: dict[tuple[int, str], Any] = {}
 
     def reused(*, original_route: routing.APIRoute, include_context: Any) -> Any:
