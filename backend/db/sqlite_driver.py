@@ -143,7 +143,8 @@ class _ThreadConnection(aiosqlite.Connection):
 
 def _thread_connection(database: str, **kwargs: Any) -> _ThreadConnection:
     """`aiosqlite.connect` for SQLAlchemy's `async_creator_fn`, as `_ThreadConnection`."""
-    connection = _ThreadConnection(partial(sqlite3.connect, database, **kwargs), 64)
+    connector = partial(sqlite3.connect, database, **kwargs)
+    connection = _ThreadConnection(connector, iter_chunk_size=64)  # aiosqlite.connect's default
     connection._thread.daemon = True  # as SQLAlchemy's adapter sets it for its own connect
     return connection
 
